@@ -1,0 +1,47 @@
+//! The few operations the engine needs from a compute backend.
+//!
+//! Layout conventions shared by every backend (and the WGSL kernels):
+//! - matrices are row-major `f32`;
+//! - RBM weights are `n_visible × n_hidden`, so row `i` holds visible unit `i`'s weights;
+//! - a batch is `rows × width`, one case per row.
+//!
+//! The engine (`train/`, `sample/`) calls only this trait, never threads or GPU details.
+
+pub mod cpu;
+
+use crate::rng::RngStream;
+
+/// Shape of one RBM weight matrix, borrowed from the model.
+#[derive(Clone, Copy)]
+pub struct Weights<'a> {
+    pub values: &'a [f32],
+    pub n_visible: usize,
+    pub n_hidden: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    Linear,
+    Sigmoid,
+}
+
+pub trait Backend: Sync {
+    /// Human-readable description, e.g. "CPU (rayon, 2 threads)".
+    fn describe(&self) -> String;
+
+    /// `hidden[r, j] = act(hidden_bias[j] + Σ_i visible[r, i] · W[i, j])`.
+    fn visible_to_hidden(&self, weights: Weights, visible: &[f32], hidden_bias: &[f32], activation: Activation, hidden: &mut [f32]);
+
+    /// `visible[r, i] = act(visible_bias[i] + Σ_j hidden[r, j] · W[i, j])`.
+    fn hidden_to_visible(&self, weights: Weights, hidden: &[f32], visible_bias: &[f32], activation: Activation, visible: &mut [f32]);
+
+    /// `gradient[i, j] += scale · Σ_r visible[r, i] · hidden[r, j]`.
+    fn accumulate_outer(&self, weights_shape: (usize, usize), visible: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]);
+
+    /// `samples[k] = 1` if `stream.uniform(k) < probabilities[k]`, else 0.
+    fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]);
+}
+
+pub fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}

@@ -1,0 +1,92 @@
+//! The wgpu backend. This first slice holds device creation and one kernel
+//! (`shaders/affine_sigmoid.wgsl`), checked against the CPU reference on lavapipe natively
+//! and on WebGPU in headless Chromium. Each kernel family gets its own file here.
+
+pub mod affine_sigmoid;
+
+use serde::Serialize;
+
+#[derive(Debug)]
+pub struct GpuError(pub String);
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "GPU: {}", self.0)
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter_info: wgpu::AdapterInfo,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+}
+
+impl GpuContext {
+    /// Asks for a high-performance adapter with default limits. Natively the backend can be
+    /// pinned with `WGPU_BACKEND` (CI pins Vulkan on Mesa lavapipe).
+    pub async fn new() -> Result<Self, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
+            .await
+            .map_err(|e| GpuError(format!("no GPU adapter available ({e})")))?;
+        let adapter_info = adapter.get_info();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief"), ..Default::default() })
+            .await
+            .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
+        Ok(GpuContext { device, queue, adapter_info })
+    }
+
+    pub fn summary(&self) -> AdapterSummary {
+        let info = &self.adapter_info;
+        AdapterSummary {
+            name: info.name.clone(),
+            backend: format!("{:?}", info.backend),
+            device_type: format!("{:?}", info.device_type),
+            driver: format!("{} {}", info.driver, info.driver_info).trim().to_string(),
+        }
+    }
+
+    /// Copies a storage buffer back to the host. On the web the map callback only fires once
+    /// control returns to the event loop, so this must be awaited, never spun on.
+    pub async fn read_back(&self, source: &wgpu::Buffer, len: usize) -> Result<Vec<f32>, GpuError> {
+        let bytes = (len * 4) as u64;
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("read_back"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(source, 0, &staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..);
+        let (sender, receiver) = futures_channel::oneshot::channel();
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            let _ = sender.send(result);
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
+        receiver
+            .await
+            .map_err(|_| GpuError("the device dropped the read-back request".into()))?
+            .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
+        let values = {
+            let view = slice.get_mapped_range().map_err(|e| GpuError(format!("read-back mapping failed ({e:?})")))?;
+            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+        };
+        staging.unmap();
+        Ok(values)
+    }
+}

@@ -1,0 +1,18 @@
+//! DeepBelief Playground: deep belief nets (RBM stacks) trained natively or in the browser.
+//!
+//! Data flows one way: `data` (IDX / DEEP databases, preprocessing) → `train` (schedules,
+//! calling only `backend` operations) → `model` (plain, serialisable parameters) →
+//! `sample` / `report` (Gibbs chains, image grids). `web` wraps it for a Web Worker.
+
+pub mod backend;
+pub mod clock;
+pub mod data;
+pub mod gpu;
+pub mod model;
+pub mod report;
+pub mod rng;
+pub mod sample;
+pub mod train;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;

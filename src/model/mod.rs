@@ -1,0 +1,4 @@
+pub mod format;
+pub mod rbm;
+
+pub use rbm::Rbm;

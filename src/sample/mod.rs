@@ -1,0 +1,3 @@
+pub mod gibbs;
+
+pub use gibbs::GibbsChains;
