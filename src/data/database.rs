@@ -1,0 +1,228 @@
+//! DEEP database files (Masters, *Deep Belief Nets in C++ and CUDA C*, vol. 1,
+//! ch. 5): plain text or CSV, a first line of variable names, then one case
+//! per line. Fields are separated by runs of spaces/tabs, or by a comma with
+//! optional whitespace around it; blank lines are skipped.
+//!
+//! Variable names are compared without regard to ASCII case, both when
+//! checking for duplicates and when looking columns up by name.
+
+use super::error::{DataError, DataErrorKind};
+
+const MAX_NAME_CHARS: usize = 15;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Database {
+    pub source_name: String,
+    pub names: Vec<String>,
+    pub n_cases: usize,
+    /// n_cases × names.len(), row-major.
+    pub values: Vec<f64>,
+}
+
+impl Database {
+    pub fn n_vars(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn value(&self, case: usize, column: usize) -> f64 {
+        self.values[case * self.n_vars() + column]
+    }
+
+    /// The column index of each name, in the order given.
+    pub fn column_indices(&self, names: &[&str]) -> Result<Vec<usize>, DataError> {
+        names
+            .iter()
+            .map(|&wanted| {
+                self.names
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(wanted))
+                    .ok_or_else(|| {
+                        DataError::new(
+                            &self.source_name,
+                            DataErrorKind::UnknownVariable {
+                                name: wanted.to_string(),
+                                available: self.names.clone(),
+                            },
+                        )
+                    })
+            })
+            .collect()
+    }
+}
+
+pub fn parse_database(source_name: &str, text: &str) -> Result<Database, DataError> {
+    let fail = |kind| DataError::new(source_name, kind);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text
+        .split('\n')
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.strip_suffix('\r').unwrap_or(line)))
+        .filter(|(_, line)| !line.trim().is_empty());
+
+    let (header_line, header) = lines.next().ok_or_else(|| fail(DataErrorKind::Empty))?;
+    let bad_header = |column, message| DataErrorKind::BadHeader {
+        line: header_line,
+        column,
+        message,
+    };
+    let name_fields = split_fields(header).map_err(|e| fail(bad_header(e.column, e.message)))?;
+    let mut names: Vec<String> = Vec::with_capacity(name_fields.len());
+    for (i, field) in name_fields.iter().enumerate() {
+        check_name(field.text).map_err(|message| fail(bad_header(field.column, message)))?;
+        if let Some(first) = name_fields[..i]
+            .iter()
+            .find(|f| f.text.eq_ignore_ascii_case(field.text))
+        {
+            let message = format!(
+                "variable name \"{}\" appears twice (first at column {}; expected unique names)",
+                field.text, first.column
+            );
+            return Err(fail(bad_header(field.column, message)));
+        }
+        names.push(field.text.to_string());
+    }
+
+    let mut values = Vec::new();
+    let mut n_cases = 0;
+    for (line, text) in lines {
+        let parse_error = |column, message| {
+            fail(DataErrorKind::Parse {
+                line,
+                column,
+                message,
+            })
+        };
+        let fields = split_fields(text).map_err(|e| parse_error(e.column, e.message))?;
+        if fields.len() != names.len() {
+            // Point at the first surplus value, or just past the end where a value is missing.
+            let column = match fields.get(names.len()) {
+                Some(surplus) => surplus.column,
+                None => text.chars().count() + 1,
+            };
+            let message = format!(
+                "expected {} values (one per variable), found {}",
+                names.len(),
+                fields.len()
+            );
+            return Err(parse_error(column, message));
+        }
+        for field in &fields {
+            values.push(parse_number(field.text).map_err(|m| parse_error(field.column, m))?);
+        }
+        n_cases += 1;
+    }
+    if n_cases == 0 {
+        return Err(fail(DataErrorKind::Empty));
+    }
+    Ok(Database {
+        source_name: source_name.to_string(),
+        names,
+        n_cases,
+        values,
+    })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_database(path: &std::path::Path) -> Result<Database, DataError> {
+    let source_name = path.display().to_string();
+    let bytes = super::idx::read_file(&source_name, path)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let message = format!(
+            "expected UTF-8 text, found an invalid byte at offset {}",
+            e.utf8_error().valid_up_to()
+        );
+        DataError::new(&source_name, DataErrorKind::Io(message))
+    })?;
+    parse_database(&source_name, &text)
+}
+
+struct Field<'a> {
+    /// 1-based character position where the field starts.
+    column: usize,
+    text: &'a str,
+}
+
+struct FieldError {
+    column: usize,
+    message: String,
+}
+
+fn split_fields(line: &str) -> Result<Vec<Field<'_>>, FieldError> {
+    let empty_field = |column| FieldError {
+        column,
+        message: "expected a value, found an empty field (missing values are not allowed)".into(),
+    };
+    // (1-based column, byte offset, character)
+    let mut chars = line
+        .char_indices()
+        .enumerate()
+        .map(|(i, (at, c))| (i + 1, at, c))
+        .peekable();
+    let skip_blanks = |chars: &mut std::iter::Peekable<_>| {
+        while chars
+            .next_if(|&(_, _, c): &(usize, usize, char)| c.is_whitespace())
+            .is_some()
+        {}
+    };
+    let mut fields = Vec::new();
+    skip_blanks(&mut chars);
+    let mut after_comma_column = None;
+    while let Some(&(column, start, c)) = chars.peek() {
+        if c == ',' {
+            return Err(empty_field(column));
+        }
+        let mut end = line.len();
+        while let Some(&(_, at, c)) = chars.peek() {
+            if c == ',' || c.is_whitespace() {
+                end = at;
+                break;
+            }
+            chars.next();
+        }
+        fields.push(Field {
+            column,
+            text: &line[start..end],
+        });
+        after_comma_column = None;
+        skip_blanks(&mut chars);
+        if let Some((comma_column, _, _)) = chars.next_if(|&(_, _, c)| c == ',') {
+            after_comma_column = Some(comma_column + 1);
+            skip_blanks(&mut chars);
+        }
+    }
+    match after_comma_column {
+        // A trailing comma leaves an empty last field.
+        Some(column) => Err(empty_field(column)),
+        None => Ok(fields),
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let rule = "a letter followed by letters, digits or '_'";
+    let mut chars = name.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
+        return Err(format!(
+            "expected a variable name starting with a letter, found \"{name}\""
+        ));
+    }
+    if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+        return Err(format!(
+            "variable name \"{name}\" contains '{bad}' (expected {rule})"
+        ));
+    }
+    let length = name.chars().count();
+    if length > MAX_NAME_CHARS {
+        return Err(format!(
+            "variable name \"{name}\" is {length} characters long (expected at most {MAX_NAME_CHARS})"
+        ));
+    }
+    Ok(())
+}
+
+fn parse_number(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok(value),
+        Ok(_) => Err(format!("expected a finite number, found \"{text}\"")),
+        Err(_) => Err(format!("expected a number, found \"{text}\"")),
+    }
+}

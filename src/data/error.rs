@@ -1,0 +1,166 @@
+//! The one error type of the data layer. Every message begins with the name of
+//! the input it concerns, then says what was wrong and what was expected, so a
+//! user can fix the file without reading code.
+
+use std::fmt;
+
+/// The largest image the DEEP program accepts, in pixels (rows × columns).
+pub const MAX_IMAGE_PIXELS: usize = 4086;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DataError {
+    /// The file name (or other label) of the input the error concerns.
+    pub source_name: String,
+    pub kind: DataErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataErrorKind {
+    /// The IDX magic number is not the one for the kind of file being read.
+    BadMagic {
+        found: u32,
+        expected: u32,
+    },
+    /// The input ends inside the fixed-size IDX header.
+    HeaderTooShort {
+        expected_bytes: u64,
+        found_bytes: u64,
+    },
+    /// The header is plausible but the payload stops before the declared size.
+    Truncated {
+        expected_bytes: u64,
+        found_bytes: u64,
+    },
+    /// The header declares more data than this input could ever hold.
+    DeclaredSizeTooLarge {
+        declared_bytes: u64,
+        available_bytes: u64,
+    },
+    /// The label file does not hold one label per image.
+    CountMismatch {
+        images: usize,
+        labels: usize,
+    },
+    /// rows × cols exceeds [`MAX_IMAGE_PIXELS`].
+    ImageTooLarge {
+        rows: usize,
+        cols: usize,
+    },
+    /// rows or cols is zero, so a case would have no inputs.
+    EmptyImage {
+        rows: usize,
+        cols: usize,
+    },
+    Gzip(String),
+    Io(String),
+    /// A data line of a database is malformed; line and column are 1-based.
+    Parse {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// The variable-name line of a database is malformed; 1-based position.
+    BadHeader {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    UnknownVariable {
+        name: String,
+        available: Vec<String>,
+    },
+    /// The input holds no cases at all.
+    Empty,
+    Preprocess(String),
+}
+
+impl DataError {
+    pub fn new(source_name: &str, kind: DataErrorKind) -> Self {
+        DataError {
+            source_name: source_name.to_string(),
+            kind,
+        }
+    }
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source_name, self.kind)
+    }
+}
+
+impl std::error::Error for DataError {}
+
+fn idx_file_description(magic: u32) -> Option<&'static str> {
+    match magic {
+        crate::data::idx::IMAGES_MAGIC => Some("an IDX image file"),
+        crate::data::idx::LABELS_MAGIC => Some("an IDX label file"),
+        _ => None,
+    }
+}
+
+impl fmt::Display for DataErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DataErrorKind::*;
+        match self {
+            BadMagic { found, expected } => {
+                write!(f, "bad magic number {found} (expected {expected}")?;
+                if let Some(what) = idx_file_description(*expected) {
+                    write!(f, " for {what}")?;
+                }
+                write!(f, ")")?;
+                if let Some(what) = idx_file_description(*found) {
+                    write!(f, "; this looks like {what}")?;
+                }
+                Ok(())
+            }
+            HeaderTooShort { expected_bytes, found_bytes } => write!(
+                f,
+                "the input is only {found_bytes} bytes long (expected an IDX header of {expected_bytes} bytes)"
+            ),
+            Truncated { expected_bytes, found_bytes } => write!(
+                f,
+                "truncated: the header declares {expected_bytes} bytes of data but only {found_bytes} follow it"
+            ),
+            DeclaredSizeTooLarge { declared_bytes, available_bytes } => write!(
+                f,
+                "the header declares {declared_bytes} bytes of data, more than this input could ever hold \
+                 ({available_bytes} bytes at most); the header is corrupt or most of the file is missing"
+            ),
+            CountMismatch { images, labels } => write!(
+                f,
+                "{labels} labels for {images} images (expected exactly one label per image)"
+            ),
+            ImageTooLarge { rows, cols } => write!(
+                f,
+                "images of {rows}x{cols} = {} pixels are too large (expected at most {MAX_IMAGE_PIXELS} pixels, the DEEP program's limit)",
+                rows * cols
+            ),
+            EmptyImage { rows, cols } => write!(
+                f,
+                "images of {rows}x{cols} have no pixels (expected at least one row and one column)"
+            ),
+            Gzip(message) => write!(f, "cannot decompress (expected a valid gzip file): {message}"),
+            Io(message) => write!(f, "{message}"),
+            Parse { line, column, message } | BadHeader { line, column, message } => {
+                write!(f, "line {line}, column {column}: {message}")
+            }
+            UnknownVariable { name, available } => {
+                write!(f, "no variable named \"{name}\" (expected one of: ")?;
+                const LISTED: usize = 20;
+                for (i, known) in available.iter().take(LISTED).enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{known}")?;
+                }
+                if available.len() > LISTED {
+                    write!(f, ", and {} more", available.len() - LISTED)?;
+                }
+                write!(f, ")")
+            }
+            Empty => write!(f, "no cases found (expected at least one case)"),
+            Preprocess(message) => write!(f, "{message}"),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Turning database columns into RBM inputs in [0, 1], as the DEEP program does.
+//! The fitted [`Preprocessing`] is saved with a model so that a test database
+//! is transformed exactly like the training one.
+
+use serde::{Deserialize, Serialize};
+
+use super::database::Database;
+use super::error::{DataError, DataErrorKind};
+use super::{CaseValues, Dataset, Targets};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scaling {
+    /// (x - min) / (max - min), so the training data span 0..1.
+    Rescale,
+    /// 1 if x is above the training mean, else 0.
+    BinarySplit,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preprocessing {
+    pub scaling: Scaling,
+    /// Column indices (in the training database) of the non-constant inputs.
+    pub kept: Vec<usize>,
+    pub kept_names: Vec<String>,
+    /// Training statistics of each kept column, aligned with `kept`.
+    pub min: Vec<f64>,
+    pub max: Vec<f64>,
+    pub mean: Vec<f64>,
+    /// Inputs dropped because they were constant in the training data.
+    pub dropped_names: Vec<String>,
+}
+
+impl Preprocessing {
+    /// Learns the scaling of `input_columns` from `db`, dropping constant columns,
+    /// which carry no information and cannot be rescaled.
+    pub fn fit(
+        db: &Database,
+        input_columns: &[usize],
+        scaling: Scaling,
+    ) -> Result<Self, DataError> {
+        let fail =
+            |message: String| DataError::new(&db.source_name, DataErrorKind::Preprocess(message));
+        check_columns(db, input_columns)?;
+        if db.n_cases == 0 {
+            return Err(DataError::new(&db.source_name, DataErrorKind::Empty));
+        }
+        if input_columns.is_empty() {
+            return Err(fail(
+                "no input variables selected (expected at least one)".into(),
+            ));
+        }
+        let mut fitted = Preprocessing {
+            scaling,
+            kept: Vec::new(),
+            kept_names: Vec::new(),
+            min: Vec::new(),
+            max: Vec::new(),
+            mean: Vec::new(),
+            dropped_names: Vec::new(),
+        };
+        for &column in input_columns {
+            let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+            for case in 0..db.n_cases {
+                let x = db.value(case, column);
+                min = min.min(x);
+                max = max.max(x);
+                sum += x;
+            }
+            if max == min {
+                fitted.dropped_names.push(db.names[column].clone());
+                continue;
+            }
+            fitted.kept.push(column);
+            fitted.kept_names.push(db.names[column].clone());
+            fitted.min.push(min);
+            fitted.max.push(max);
+            fitted.mean.push(sum / db.n_cases as f64);
+        }
+        if fitted.kept.is_empty() {
+            return Err(fail(format!(
+                "all {} input variables are constant ({}); expected at least one that varies",
+                input_columns.len(),
+                fitted.dropped_names.join(", ")
+            )));
+        }
+        Ok(fitted)
+    }
+
+    /// Builds the dataset for `db`, which may be a test database with its columns
+    /// in another order: each kept input is found by name among `input_columns`.
+    /// `target_columns` are copied unscaled.
+    pub fn apply(
+        &self,
+        db: &Database,
+        input_columns: &[usize],
+        target_columns: &[usize],
+    ) -> Result<Dataset, DataError> {
+        check_columns(db, input_columns)?;
+        check_columns(db, target_columns)?;
+        if db.n_cases == 0 {
+            return Err(DataError::new(&db.source_name, DataErrorKind::Empty));
+        }
+        let selected_names: Vec<String> =
+            input_columns.iter().map(|&c| db.names[c].clone()).collect();
+        let columns: Vec<usize> = self
+            .kept_names
+            .iter()
+            .map(|name| {
+                input_columns
+                    .iter()
+                    .copied()
+                    .find(|&c| db.names[c].eq_ignore_ascii_case(name))
+                    .ok_or_else(|| {
+                        DataError::new(
+                            &db.source_name,
+                            DataErrorKind::UnknownVariable {
+                                name: name.clone(),
+                                available: selected_names.clone(),
+                            },
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+
+        let mut values = Vec::with_capacity(db.n_cases * columns.len());
+        for case in 0..db.n_cases {
+            for (k, &column) in columns.iter().enumerate() {
+                values.push(self.scale(k, db.value(case, column)));
+            }
+        }
+        let targets = (!target_columns.is_empty()).then(|| Targets {
+            names: target_columns
+                .iter()
+                .map(|&c| db.names[c].clone())
+                .collect(),
+            values: (0..db.n_cases)
+                .flat_map(|case| {
+                    target_columns
+                        .iter()
+                        .map(move |&c| db.value(case, c) as f32)
+                })
+                .collect(),
+        });
+        Ok(Dataset {
+            name: db.source_name.clone(),
+            n_cases: db.n_cases,
+            n_inputs: columns.len(),
+            image_shape: None,
+            values: CaseValues::Floats(values),
+            labels: None,
+            input_names: self.kept_names.clone(),
+            targets,
+        })
+    }
+
+    /// Scales one value of kept input `k`.
+    fn scale(&self, k: usize, x: f64) -> f32 {
+        match self.scaling {
+            // Values of a test set outside the training range are clamped, so
+            // the RBM never sees inputs beyond [0, 1].
+            Scaling::Rescale => {
+                ((x - self.min[k]) / (self.max[k] - self.min[k])).clamp(0.0, 1.0) as f32
+            }
+            Scaling::BinarySplit => {
+                if x > self.mean[k] {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+        }
+    }
+}
+
+/// Fits the preprocessing on `db` and applies it; inputs and targets are named.
+pub fn dataset_from_database(
+    db: &Database,
+    inputs: &[&str],
+    targets: &[&str],
+    scaling: Scaling,
+) -> Result<(Dataset, Preprocessing), DataError> {
+    let input_columns = db.column_indices(inputs)?;
+    let target_columns = db.column_indices(targets)?;
+    let preprocessing = Preprocessing::fit(db, &input_columns, scaling)?;
+    let dataset = preprocessing.apply(db, &input_columns, &target_columns)?;
+    Ok((dataset, preprocessing))
+}
+
+fn check_columns(db: &Database, columns: &[usize]) -> Result<(), DataError> {
+    match columns.iter().find(|&&c| c >= db.n_vars()) {
+        Some(&c) => Err(DataError::new(
+            &db.source_name,
+            DataErrorKind::Preprocess(format!(
+                "column index {c} is out of range (expected less than {}, the number of variables)",
+                db.n_vars()
+            )),
+        )),
+        None => Ok(()),
+    }
+}

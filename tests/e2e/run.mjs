@@ -1,0 +1,87 @@
+// End-to-end tests of the served page in headless Chromium (playwright-core), once for each
+// build: the threaded one behind COOP/COEP headers, and the single-threaded fallback behind a
+// plain static server, as an embedding page without isolation would get.
+import { test, after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { startServer } from '../../scripts/serve.mjs';
+
+const root = new URL('../../www/', import.meta.url).pathname;
+const chromiumArgs = [
+  '--headless=new', '--no-sandbox', '--enable-unsafe-webgpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
+];
+let browser;
+
+before(async () => {
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: chromiumArgs });
+});
+after(async () => browser?.close());
+
+async function openPage(isolate) {
+  const server = await startServer({ root, port: 0, isolate });
+  const page = await browser.newPage();
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+  });
+  // A short run keeps the suite quick; the hash is how users share settings too.
+  await page.goto(`${server.url}/#hidden=64&epochs=3&seed=2`);
+  return { server, page, problems };
+}
+
+async function trainAndCheck(page) {
+  await page.waitForFunction(() => !document.getElementById('train').disabled, null, { timeout: 60_000 });
+  await page.click('#train');
+  await page.waitForFunction(() => document.querySelectorAll('#epoch-log li').length >= 2, null, { timeout: 180_000 });
+  const epochs = await page.$$eval('#epoch-log li', (items) => items.map((li) => li.textContent));
+  assert.ok(epochs.length >= 2, `epochs reported: ${epochs.length}`);
+  const filters = await page.evaluate(() => {
+    const canvas = document.getElementById('filters');
+    const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    const greys = new Set();
+    for (let k = 0; k < pixels.length; k += 4) greys.add(pixels[k]);
+    return { width: canvas.width, height: canvas.height, distinctGreys: greys.size };
+  });
+  // 64 filters of 28×28 in a 10-wide grid; a blank canvas has one or two grey levels.
+  assert.ok(filters.width > 200 && filters.height > 150, JSON.stringify(filters));
+  assert.ok(filters.distinctGreys > 50, `filter canvas looks blank: ${JSON.stringify(filters)}`);
+  const settingsInHash = await page.evaluate(() => location.hash);
+  assert.match(settingsInHash, /hidden=64/);
+}
+
+test('threaded build: cross-origin isolated page trains with several rayon threads', async () => {
+  const { server, page, problems } = await openPage(true);
+  try {
+    await page.waitForFunction(() => document.getElementById('status').dataset.threads, null, { timeout: 60_000 });
+    const status = await page.evaluate(() => ({ ...document.getElementById('status').dataset, text: document.getElementById('status').textContent, isolated: crossOriginIsolated }));
+    assert.equal(status.isolated, true);
+    assert.equal(status.threadedBuild, 'true', status.text);
+    assert.ok(Number(status.threads) > 1, `distinct rayon threads that ran: ${status.threads} (${status.text})`);
+    assert.equal(status.webgpu, 'true', `WebGPU should be available in headless Chromium: ${status.text}`);
+    await trainAndCheck(page);
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+});
+
+test('single-threaded build: a plain static server falls back without errors', async () => {
+  const { server, page, problems } = await openPage(false);
+  try {
+    await page.waitForFunction(() => document.getElementById('status').dataset.threads, null, { timeout: 60_000 });
+    const status = await page.evaluate(() => ({ ...document.getElementById('status').dataset, text: document.getElementById('status').textContent, isolated: crossOriginIsolated }));
+    assert.equal(status.isolated, false);
+    assert.equal(status.threadedBuild, 'false', status.text);
+    assert.equal(status.threads, '1');
+    assert.match(status.text, /single-threaded/);
+    assert.equal(status.webgpu, 'true', `WebGPU works without isolation too: ${status.text}`);
+    await trainAndCheck(page);
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+});

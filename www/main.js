@@ -1,0 +1,105 @@
+// Page wiring: settings form ⇄ URL hash, commands to the worker, worker reports to views.
+import { readHash, writeHash } from './state.js';
+import { drawImage } from './views/canvas.js';
+import { ErrorChart } from './views/error-chart.js';
+
+const $ = (id) => document.getElementById(id);
+const fields = { hidden: $('hidden'), epochs: $('epochs'), lr: $('learning-rate'), batch: $('batch-size'), seed: $('seed') };
+const { settings, hidden } = readHash();
+for (const [key, input] of Object.entries(fields)) input.value = settings[key];
+for (const key of hidden) document.querySelectorAll(`[data-hide-key="${key}"]`).forEach((el) => el.setAttribute('data-hidden-by-hash', ''));
+
+const chart = new ErrorChart($('error-chart'));
+const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+let totalEpochs = 0;
+
+function currentSettings() {
+  return Object.fromEntries(Object.entries(fields).map(([key, input]) => [key, Number(input.value)]));
+}
+
+function showError(element, message) {
+  element.textContent = message;
+  element.hidden = !message;
+}
+
+$('settings').addEventListener('input', () => writeHash(currentSettings(), hidden));
+$('settings').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const s = currentSettings();
+  if (!$('settings').reportValidity()) return;
+  showError($('train-error'), '');
+  chart.reset();
+  $('epoch-log').replaceChildren();
+  totalEpochs = s.epochs;
+  $('progress').max = s.epochs;
+  $('progress').value = 0;
+  $('progress-text').textContent = `Training epoch 1 of ${s.epochs}…`;
+  $('train').disabled = true;
+  $('stop').disabled = false;
+  writeHash(s, hidden);
+  worker.postMessage({
+    type: 'train',
+    config: { n_hidden: s.hidden, epochs: s.epochs, learning_rate: s.lr, batch_size: s.batch, seed: s.seed },
+  });
+});
+$('stop').addEventListener('click', () => {
+  worker.postMessage({ type: 'stop' });
+  $('stop').disabled = true;
+});
+
+function describeRuntime(runtime, webgpu) {
+  const cpu = runtime.threaded_build
+    ? `CPU: threaded, ${runtime.threads} workers (${runtime.distinct_threads} ran)`
+    : `CPU: single-threaded${runtime.isolated ? '' : ' (page not cross-origin isolated)'}`;
+  const gpu = webgpu.available
+    ? `WebGPU: available (${webgpu.adapter.name || webgpu.adapter.driver || 'adapter'}; check error ${webgpu.max_abs_error.toExponential(1)})`
+    : `WebGPU: not available (${webgpu.reason})`;
+  return `${cpu} · ${gpu} · training runs on the CPU`;
+}
+
+const handlers = {
+  ready({ runtime, webgpu }) {
+    $('status').textContent = describeRuntime(runtime, webgpu);
+    $('status').dataset.threads = runtime.distinct_threads;
+    $('status').dataset.threadedBuild = runtime.threaded_build;
+    $('status').dataset.webgpu = webgpu.available;
+  },
+  data({ summary, preview }) {
+    const classes = summary.class_counts.length ? `, ${summary.class_counts.length} classes` : '';
+    const shape = summary.image_shape ? ` (${summary.image_shape[0]}×${summary.image_shape[1]})` : '';
+    $('data-summary').textContent = `${summary.name}: ${summary.n_cases.toLocaleString()} cases of ${summary.n_inputs} inputs${shape}${classes}`;
+    drawImage($('data-preview'), preview);
+    $('train').disabled = false;
+  },
+  epoch({ report, filters, samples, steps }) {
+    chart.add(report.epoch, report.reconstruction_error);
+    const item = document.createElement('li');
+    item.dataset.epoch = report.epoch;
+    item.textContent = `error ${report.reconstruction_error.toFixed(5)} · ${report.seconds.toFixed(2)} s · ${Math.round(report.cases_per_second).toLocaleString()} cases/s`;
+    $('epoch-log').append(item);
+    $('progress').value = report.epoch;
+    $('progress-text').textContent = report.epoch < totalEpochs ? `Training epoch ${report.epoch + 1} of ${totalEpochs}…` : 'Finishing…';
+    drawImage($('filters'), filters);
+    drawImage($('samples'), samples);
+    $('sample-steps').textContent = steps;
+  },
+  samples({ samples, steps }) {
+    drawImage($('samples'), samples);
+    $('sample-steps').textContent = steps;
+  },
+  done({ stopped }) {
+    $('progress-text').textContent = stopped ? 'Stopped; the model trained so far is kept.' : 'Done. The Gibbs chains keep sampling from the model.';
+    $('train').disabled = false;
+    $('stop').disabled = true;
+  },
+  error({ where, message }) {
+    const target = where === 'train' ? $('train-error') : where === 'startup' ? $('data-error') : $('train-error');
+    showError(target, message);
+    if (where === 'startup') $('status').textContent = `Engine failed to start: ${message}`;
+    $('train').disabled = where === 'startup';
+    $('stop').disabled = true;
+  },
+};
+
+worker.onmessage = ({ data }) => handlers[data.type]?.(data);
+worker.onerror = (event) => showError($('train-error'), `worker error: ${event.message}`);

@@ -1,0 +1,101 @@
+// The Web Worker owns the wasm module (and through it any GPU device). The page only sends
+// commands and draws what comes back, so training never blocks the UI.
+//
+// Build choice: the threaded package needs SharedArrayBuffer, which browsers only grant to
+// cross-origin isolated pages; anywhere else (plain static servers, iframes) we load the
+// single-threaded package. WebGPU works in both.
+
+const isolated = self.crossOriginIsolated === true;
+let wasm = null;
+let playground = null;
+let stopRequested = false;
+let sampling = null;
+
+const post = (type, body = {}) => self.postMessage({ type, ...body });
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+async function loadEngine() {
+  wasm = isolated ? await import('./pkg-mt/deepbelief.js') : await import('./pkg/deepbelief.js');
+  await wasm.default();
+  if (isolated) await wasm.initThreadPool(navigator.hardwareConcurrency || 2);
+  const runtime = wasm.runtime_info();
+  runtime.distinct_threads = wasm.distinct_threads_used();
+  runtime.isolated = isolated;
+  playground = new wasm.Playground();
+  return runtime;
+}
+
+async function checkWebGpu() {
+  if (!('gpu' in navigator)) return { available: false, reason: 'this browser has no WebGPU' };
+  try {
+    const report = await wasm.webgpu_check();
+    return { available: true, ...report };
+  } catch (error) {
+    return { available: false, reason: String(error.message || error) };
+  }
+}
+
+async function fetchBytes(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+async function loadDefaultData() {
+  const [images, labels] = await Promise.all([
+    fetchBytes('./data/mnist-default-images-idx3-ubyte.gz'),
+    fetchBytes('./data/mnist-default-labels-idx1-ubyte.gz'),
+  ]);
+  const summary = playground.load_idx('mnist-default-images-idx3-ubyte.gz', images, 'mnist-default-labels-idx1-ubyte.gz', labels);
+  post('data', { summary, preview: playground.data_preview(100, 20) });
+}
+
+async function train(config) {
+  stopSampling();
+  stopRequested = false;
+  playground.start_training(config);
+  playground.start_chains(10, BigInt(config.seed));
+  while (!playground.training_finished() && !stopRequested) {
+    const report = playground.train_epoch();
+    const samples = playground.advance_chains(20, 10);
+    post('epoch', { report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
+    await yieldToEvents();
+  }
+  post('done', { stopped: stopRequested });
+  startSampling();
+}
+
+// After training the chains keep running so the samples can be watched evolving.
+function startSampling() {
+  const tick = () => {
+    const samples = playground.advance_chains(5, 10);
+    post('samples', { samples, steps: Number(playground.chain_steps()) });
+    sampling = setTimeout(tick, 100);
+  };
+  sampling = setTimeout(tick, 100);
+}
+
+function stopSampling() {
+  clearTimeout(sampling);
+  sampling = null;
+}
+
+self.onmessage = async ({ data: message }) => {
+  try {
+    if (message.type === 'train') await train(message.config);
+    else if (message.type === 'stop') stopRequested = true;
+  } catch (error) {
+    post('error', { where: message.type, message: String(error.message || error) });
+  }
+};
+
+(async () => {
+  try {
+    const runtime = await loadEngine();
+    const webgpu = await checkWebGpu();
+    post('ready', { runtime, webgpu });
+    await loadDefaultData();
+  } catch (error) {
+    post('error', { where: 'startup', message: String(error.message || error) });
+  }
+})();
