@@ -29,7 +29,10 @@ async function checkWebGpu() {
   if (!('gpu' in navigator)) return { available: false, reason: 'this browser has no WebGPU' };
   try {
     const report = await wasm.webgpu_check();
-    return { available: true, ...report };
+    // wgpu leaves the adapter name empty on the web; the browser's own info names it.
+    const info = (await navigator.gpu.requestAdapter())?.info;
+    const name = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ');
+    return { available: true, ...report, adapter: { ...report.adapter, name: report.adapter.name || name } };
   } catch (error) {
     return { available: false, reason: String(error.message || error) };
   }

@@ -170,11 +170,11 @@ impl Playground {
         Ok(image_to_js(image_grid::tile(&filters, count, self.image_shape()?, columns, Scaling::SymmetricPerTile)))
     }
 
-    /// Starts `count` Gibbs chains from data cases spread evenly through the data.
+    /// Starts `count` Gibbs chains from the first `count` data cases (the embedded default is
+    /// interleaved by class, so these show every digit).
     pub fn start_chains(&mut self, count: usize, seed: u64) -> Result<(), JsError> {
         let data = self.data()?;
-        let count = count.clamp(1, data.n_cases);
-        let cases: Vec<usize> = (0..count).map(|k| k * data.n_cases / count).collect();
+        let cases: Vec<usize> = (0..count.clamp(1, data.n_cases)).collect();
         self.chains = Some(GibbsChains::from_cases(data, &cases, seed));
         Ok(())
     }

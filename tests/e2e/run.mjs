@@ -27,7 +27,7 @@ async function openPage(isolate) {
     if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
   });
   // A short run keeps the suite quick; the hash is how users share settings too.
-  await page.goto(`${server.url}/#hidden=64&epochs=3&seed=2`);
+  await page.goto(`${server.url.replace(/\/$/, "")}/#hidden=64&epochs=3&seed=2`);
   return { server, page, problems };
 }
 
