@@ -1,4 +1,6 @@
+pub mod dbn;
 pub mod format;
 pub mod rbm;
 
-pub use rbm::Rbm;
+pub use dbn::Dbn;
+pub use rbm::{Rbm, VisibleUnits};

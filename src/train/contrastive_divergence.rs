@@ -73,7 +73,7 @@ impl CdTrainer {
             return Err(TrainError::Data(format!("{}: the data set has no cases", data.name)));
         }
         let mut rng = Rbm::seeded_rng(config.seed);
-        let rbm = Rbm::initialise(data.n_inputs, config.n_hidden, &data.input_means(), &mut rng);
+        let rbm = Rbm::initialise(crate::model::VisibleUnits::Bernoulli, data.n_inputs, config.n_hidden, &data.input_means(), &mut rng);
         Ok(CdTrainer {
             weight_velocity: vec![0.0; rbm.weights.len()],
             visible_bias_velocity: vec![0.0; rbm.n_visible],
