@@ -40,6 +40,12 @@ pub enum Purpose {
     VisibleSample = 2,
     GibbsHidden = 3,
     GibbsVisible = 4,
+    /// Binarising the propagated input of a higher layer ("greedy mean field" off).
+    InputSample = 5,
+    /// The negative chain's hidden samples after the first step of CD-k / PCD.
+    ChainHidden = 6,
+    /// Random top-layer states that start generative chains.
+    RandomStart = 7,
 }
 
 /// One independent stream of uniforms: element `i` of step `step` for `purpose`.

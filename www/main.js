@@ -39,7 +39,15 @@ $('settings').addEventListener('submit', (event) => {
   writeHash(s, hidden);
   worker.postMessage({
     type: 'train',
-    config: { n_hidden: s.hidden, epochs: s.epochs, learning_rate: s.lr, batch_size: s.batch, seed: s.seed },
+    // The quick-demo preset: Hinton's fixed schedule with a single initialisation trial.
+    config: {
+      layers: [s.hidden],
+      rbm: {
+        schedule: 'fixed', epochs: s.epochs, learning_rate: s.lr, batch_size: s.batch, seed: s.seed,
+        initial_momentum: 0.5, final_momentum: 0.9, weight_penalty: 0.0002, cd_k_start: 1, cd_k_end: 1,
+        sparsity_penalty: 0, init_trials: 1,
+      },
+    },
   });
 });
 $('stop').addEventListener('click', () => {

@@ -57,14 +57,24 @@ async function train(config) {
   stopSampling();
   stopRequested = false;
   playground.start_training(config);
-  playground.start_chains(10, BigInt(config.seed));
-  while (!playground.training_finished() && !stopRequested) {
-    const report = playground.train_epoch();
-    const samples = playground.advance_chains(20, 10);
-    post('epoch', { report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
+  let chainsStarted = false;
+  while (!playground.training_finished()) {
+    if (stopRequested) playground.cancel();
+    const event = playground.step();
+    if (event.event === 'epoch') {
+      if (!chainsStarted) {
+        playground.start_chains(10, true, BigInt(config.rbm.seed));
+        chainsStarted = true;
+      }
+      const samples = playground.advance_chains(20, 10);
+      post('epoch', { layer: event.layer, report: event.report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
+    } else {
+      post(event.event, event);
+    }
     await yieldToEvents();
   }
   post('done', { stopped: stopRequested });
+  playground.start_chains(10, true, BigInt(config.rbm.seed));
   startSampling();
 }
 

@@ -40,6 +40,16 @@ pub trait Backend: Sync {
 
     /// `samples[k] = 1` if `stream.uniform(k) < probabilities[k]`, else 0.
     fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]);
+
+    /// `values[k] += N(0, 1)` noise by Box–Muller from uniforms `2k` and `2k + 1` of `stream`:
+    /// sampling Gaussian visible units whose means are already in `values`.
+    fn add_gaussian_noise(&self, values: &mut [f32], stream: RngStream) {
+        for (k, value) in values.iter_mut().enumerate() {
+            let u1 = stream.uniform(2 * k as u64).max(1.0 / 16_777_216.0);
+            let u2 = stream.uniform(2 * k as u64 + 1);
+            *value += (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos();
+        }
+    }
 }
 
 pub fn sigmoid(x: f32) -> f32 {

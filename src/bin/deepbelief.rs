@@ -51,9 +51,9 @@ mod cli {
         match Cli::parse().command {
             Command::TrainRbm { images, hidden, epochs, seed, batch_size, learning_rate, out, json } => {
                 let data = idx::load_idx_dataset(&images, None)?;
-                let config = CdConfig { n_hidden: hidden, epochs, seed, batch_size, learning_rate, ..CdConfig::default() };
-                let mut trainer = CdTrainer::new(config, &data)?;
+                let config = CdConfig { n_hidden: hidden, epochs, seed, batch_size: Some(batch_size), learning_rate, ..CdConfig::hinton() };
                 let backend = CpuBackend;
+                let mut trainer = CdTrainer::new(config, &backend, &data)?;
                 if !json {
                     println!("{}: {} cases of {} inputs; {} hidden units; {}", data.name, data.n_cases, data.n_inputs, hidden, backend.describe());
                 }

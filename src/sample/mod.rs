@@ -1,3 +1,3 @@
-pub mod gibbs;
+pub mod generative;
 
-pub use gibbs::GibbsChains;
+pub use generative::GenerativeChains;

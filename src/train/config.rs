@@ -1,26 +1,67 @@
-//! Training hyperparameters, as they cross the CLI and the web API (serde), with validation
-//! that names the offending field.
+//! RBM training settings, as they cross the CLI (TOML/flags) and the web API (serde).
+//! Defaults are those of Masters' DEEP program (*Deep Belief Nets in C++ and CUDA C*,
+//! ch. 3–4) unless a comment says otherwise; `CdConfig::hinton()` is Hinton's fixed recipe.
 
+use crate::model::VisibleUnits;
 use serde::{Deserialize, Serialize};
+
+/// How the learning rate and momentum evolve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// Masters: learning rate and momentum adapt to the cosine between successive gradients.
+    Adaptive,
+    /// Hinton's practical guide: constant learning rate; momentum `initial` for the first
+    /// `momentum_switch_epoch` epochs, then `final`.
+    Fixed,
+}
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct CdConfig {
-    /// Number of hidden units.
     pub n_hidden: usize,
+    pub visible_units: VisibleUnits,
+    /// Upper bound on epochs; the convergence tests usually stop training earlier.
     pub epochs: usize,
-    /// Cases per mini-batch.
-    pub batch_size: usize,
+    /// Mini-batches per epoch [24]; ignored when `batch_size` is set.
+    pub n_batches: usize,
+    /// Cases per mini-batch; overrides `n_batches`.
+    pub batch_size: Option<usize>,
+    /// CD chain length: starts at `cd_k_start` [1], moves toward `cd_k_end` [4] by
+    /// exponential smoothing at `cd_k_rate` [0.005] once per epoch, rounded.
+    pub cd_k_start: usize,
+    pub cd_k_end: usize,
+    pub cd_k_rate: f32,
+    /// Visible reconstructions use expectations (mean field) instead of samples [on].
+    pub mean_field_visible: bool,
+    /// Persistent CD (Tieleman 2008): negative chains carry over between batches.
+    pub persistent: bool,
+    pub n_persistent_chains: usize,
+    /// L2 penalty on weights only, never biases [0.0001].
+    pub weight_penalty: f32,
+    /// Sparsity penalty [0.001] toward mean hidden activation `sparsity_target` [0.1].
+    pub sparsity_penalty: f32,
+    pub sparsity_target: f32,
+    /// Random initialisations tried; the best reconstruction wins [50].
+    pub init_trials: usize,
+    /// Cases used to score each initialisation trial.
+    pub init_cases: usize,
+    pub schedule: Schedule,
+    /// Starting learning rate (the adaptive schedule then keeps it in [0.001, 1]).
     pub learning_rate: f32,
-    /// Momentum for the first `momentum_switch_epoch` epochs, then `final_momentum`
-    /// (Hinton's practical guide: low momentum while the weights are still far off).
+    /// Adaptive: momentum starts here [0.1] and drifts toward `final_momentum` [0.9].
+    /// Fixed: momentum before `momentum_switch_epoch`.
     pub initial_momentum: f32,
     pub final_momentum: f32,
+    /// Fixed schedule only.
     pub momentum_switch_epoch: usize,
-    /// L2 penalty on weights only (never biases).
-    pub weight_penalty: f32,
-    /// Visible reconstructions use probabilities (mean field) instead of binary samples.
-    pub mean_field_visible: bool,
+    /// Stop when max|increment| / max|weight| over an epoch falls below this [1e-5].
+    pub convergence_tolerance: f32,
+    /// Stop after this many epochs without a new minimum of that ratio [500].
+    pub max_no_improvement: usize,
+    /// Binarise each input batch by sampling (greedy layers above the first, with
+    /// "greedy mean field" off).
+    pub sample_inputs: bool,
     pub seed: u64,
 }
 
@@ -28,14 +69,29 @@ impl Default for CdConfig {
     fn default() -> Self {
         CdConfig {
             n_hidden: 100,
-            epochs: 5,
-            batch_size: 100,
+            visible_units: VisibleUnits::Bernoulli,
+            epochs: 100,
+            n_batches: 24,
+            batch_size: None,
+            cd_k_start: 1,
+            cd_k_end: 4,
+            cd_k_rate: 0.005,
+            mean_field_visible: true,
+            persistent: false,
+            n_persistent_chains: 100,
+            weight_penalty: 0.0001,
+            sparsity_penalty: 0.001,
+            sparsity_target: 0.1,
+            init_trials: 50,
+            init_cases: 1000,
+            schedule: Schedule::Adaptive,
             learning_rate: 0.1,
-            initial_momentum: 0.5,
+            initial_momentum: 0.1,
             final_momentum: 0.9,
             momentum_switch_epoch: 5,
-            weight_penalty: 0.0002,
-            mean_field_visible: true,
+            convergence_tolerance: 1e-5,
+            max_no_improvement: 500,
+            sample_inputs: false,
             seed: 1,
         }
     }
@@ -58,34 +114,73 @@ impl std::error::Error for ConfigError {}
 /// Beyond this the weight matrix alone would not fit a browser tab's wasm memory.
 pub const MAX_HIDDEN: usize = 65_536;
 
+pub(crate) fn check_range(field: &'static str, value: f32, low: f32, high: f32) -> Result<(), ConfigError> {
+    if value.is_finite() && value >= low && value <= high {
+        Ok(())
+    } else {
+        Err(ConfigError { field, message: format!("expected a finite number in [{low}, {high}], got {value}") })
+    }
+}
+
+pub(crate) fn check_count(field: &'static str, value: usize, low: usize, high: usize) -> Result<(), ConfigError> {
+    if (low..=high).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError { field, message: format!("expected a whole number from {low} to {high}, got {value}") })
+    }
+}
+
 impl CdConfig {
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |field, message: String| Err(ConfigError { field, message });
-        if self.n_hidden == 0 || self.n_hidden > MAX_HIDDEN {
-            return bad("n_hidden", format!("expected 1 to {MAX_HIDDEN} hidden units, got {}", self.n_hidden));
+    /// Hinton's recipe (A Practical Guide to Training RBMs, 2010): lr 0.1, momentum 0.5 then
+    /// 0.9 after 5 epochs, weight cost 0.0002, batches of 100, plain CD-1, no sparsity.
+    pub fn hinton() -> Self {
+        CdConfig {
+            schedule: Schedule::Fixed,
+            learning_rate: 0.1,
+            initial_momentum: 0.5,
+            final_momentum: 0.9,
+            momentum_switch_epoch: 5,
+            weight_penalty: 0.0002,
+            batch_size: Some(100),
+            cd_k_start: 1,
+            cd_k_end: 1,
+            sparsity_penalty: 0.0,
+            init_trials: 1,
+            ..CdConfig::default()
         }
-        if self.batch_size == 0 {
-            return bad("batch_size", "expected at least 1 case per batch, got 0".into());
+    }
+
+    /// Checks every field against `n_cases` training cases.
+    pub fn validate(&self, n_cases: usize) -> Result<(), ConfigError> {
+        check_count("n_hidden", self.n_hidden, 1, MAX_HIDDEN)?;
+        check_count("epochs", self.epochs, 1, 1_000_000)?;
+        match self.batch_size {
+            Some(size) => check_count("batch_size", size, 1, n_cases.max(1))?,
+            None => check_count("n_batches", self.n_batches, 1, n_cases.max(1))
+                .map_err(|e| ConfigError { message: format!("{} (there are {n_cases} cases; more batches than cases leaves some empty)", e.message), ..e })?,
         }
-        let in_range = |field, value: f32, low: f32, high: f32| {
-            if value.is_finite() && value >= low && value <= high {
-                Ok(())
-            } else {
-                bad(field, format!("expected a finite number in [{low}, {high}], got {value}"))
-            }
-        };
-        in_range("learning_rate", self.learning_rate, 1e-9, 100.0)?;
-        in_range("initial_momentum", self.initial_momentum, 0.0, 0.999)?;
-        in_range("final_momentum", self.final_momentum, 0.0, 0.999)?;
-        in_range("weight_penalty", self.weight_penalty, 0.0, 1.0)?;
+        check_count("cd_k_start", self.cd_k_start, 1, 1000)?;
+        check_count("cd_k_end", self.cd_k_end, 1, 1000)?;
+        check_range("cd_k_rate", self.cd_k_rate, 0.0, 1.0)?;
+        if self.persistent {
+            check_count("n_persistent_chains", self.n_persistent_chains, 1, 100_000)?;
+        }
+        check_range("weight_penalty", self.weight_penalty, 0.0, 1.0)?;
+        check_range("sparsity_penalty", self.sparsity_penalty, 0.0, 10.0)?;
+        check_range("sparsity_target", self.sparsity_target, 1e-4, 1.0 - 1e-4)?;
+        check_count("init_trials", self.init_trials, 1, 10_000)?;
+        check_count("init_cases", self.init_cases, 1, usize::MAX)?;
+        check_range("learning_rate", self.learning_rate, 1e-6, 10.0)?;
+        check_range("initial_momentum", self.initial_momentum, 0.0, 0.999)?;
+        check_range("final_momentum", self.final_momentum, 0.0, 0.999)?;
+        check_range("convergence_tolerance", self.convergence_tolerance, 0.0, 1.0)?;
+        check_count("max_no_improvement", self.max_no_improvement, 1, usize::MAX)?;
         Ok(())
     }
 
-    pub fn momentum_for_epoch(&self, epoch: usize) -> f32 {
-        if epoch < self.momentum_switch_epoch {
-            self.initial_momentum
-        } else {
-            self.final_momentum
-        }
+    /// Cases per batch for `n_cases` cases: `batch_size`, or the cases split into
+    /// `n_batches` near-equal batches.
+    pub fn cases_per_batch(&self, n_cases: usize) -> usize {
+        self.batch_size.unwrap_or_else(|| n_cases.div_ceil(self.n_batches.max(1))).max(1)
     }
 }

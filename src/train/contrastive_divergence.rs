@@ -1,15 +1,25 @@
-//! CD-1 training of one RBM (Hinton 2002), the first slice of the engine.
+//! Training one RBM by contrastive divergence: CD-k with Masters' chain-length schedule, or
+//! persistent CD (Tieleman 2008), with weight and sparsity penalties, momentum, and the
+//! adaptive or fixed learning-rate schedules.
 //!
-//! One batch: `h0 = σ(v0·W + c)`, sample `h0s`, reconstruct `v1 = σ(h0s·Wᵀ + b)` (mean field
-//! or sampled), `h1 = σ(v1·W + c)`; the gradient is `(v0ᵀh0 − v1ᵀh1) / batch`. The last hidden
-//! step uses probabilities, which lowers the variance of the gradient at no cost in bias.
-//! Each epoch visits the cases through a Fisher–Yates shuffled index; the data never moves.
+//! One batch: `h0 = σ(v0·W + c)`; the negative chain starts from a sample of `h0` (CD) or
+//! from the persistent chains (PCD) and alternates `v = E[v | h]` (or a sample of it) and
+//! `h = σ(v·W + c)` for `k` steps, sampling `h` inside the chain and keeping probabilities
+//! at the last step, which lowers the gradient's variance at no cost in bias. The gradient
+//! is `v0ᵀh0 / rows − vₖᵀhₖ / chains`. Each epoch visits the cases through a Fisher–Yates
+//! shuffled index; the data never moves.
 
-use super::config::{CdConfig, ConfigError};
+use super::config::CdConfig;
+use super::init::{initialise_by_trials, trial_rng};
+use super::penalties::SparsityEstimate;
+use super::schedule::{ChainLength, Convergence, RateState, StopReason};
+use super::weights_update::{update_bias, update_weights, WeightStep};
+use super::TrainError;
 use crate::backend::{Activation, Backend};
 use crate::clock::now_seconds;
 use crate::data::Dataset;
-use crate::model::rbm::{squared_difference, Rbm};
+use crate::model::rbm::squared_difference;
+use crate::model::{Rbm, VisibleUnits};
 use crate::rng::{Purpose, RngStream};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -19,79 +29,111 @@ use serde::Serialize;
 pub struct EpochReport {
     /// 1-based.
     pub epoch: usize,
+    /// Chain length used this epoch.
+    pub cd_k: usize,
     /// Mean squared difference between each case and its one-step reconstruction, measured
     /// during the epoch (so with the weights as they moved).
     pub reconstruction_error: f64,
+    /// Learning rate and momentum at the end of the epoch.
     pub learning_rate: f32,
     pub momentum: f32,
+    /// Mean over the epoch's batches of the cosine between successive weight gradients.
+    pub gradient_cosine: f64,
+    /// Mean over batches of the weight gradient's root mean square.
+    pub gradient_rms: f64,
+    /// max|weight increment| / max|weight| over the epoch (Masters' convergence measure).
+    pub increment_ratio: f64,
+    pub epochs_without_improvement: usize,
     pub seconds: f64,
     pub cases_per_second: f64,
+    /// Set on the epoch that ended training.
+    pub stop: Option<StopReason>,
 }
 
-#[derive(Debug)]
-pub enum TrainError {
-    Config(ConfigError),
-    Data(String),
-    /// The weights went NaN/Inf; the model was restored to the end of the previous epoch.
-    NonFinite { epoch: usize },
+struct Velocities {
+    weights: Vec<f32>,
+    visible_bias: Vec<f32>,
+    hidden_bias: Vec<f32>,
 }
-
-impl std::fmt::Display for TrainError {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        match self {
-            TrainError::Config(e) => write!(f, "invalid setting {e}"),
-            TrainError::Data(m) => write!(f, "{m}"),
-            TrainError::NonFinite { epoch } => write!(
-                f,
-                "training diverged in epoch {epoch} (NaN or infinite weights); the model was restored to the end of epoch {}. Lower the learning rate.",
-                epoch - 1
-            ),
-        }
-    }
-}
-
-impl std::error::Error for TrainError {}
 
 pub struct CdTrainer {
     pub config: CdConfig,
     pub rbm: Rbm,
-    weight_velocity: Vec<f32>,
-    visible_bias_velocity: Vec<f32>,
-    hidden_bias_velocity: Vec<f32>,
+    /// Reconstruction error of each initialisation trial, and the winner.
+    pub init_trial_errors: Vec<f64>,
+    pub init_best_trial: usize,
+    velocity: Velocities,
+    previous_gradient: Option<Vec<f32>>,
+    pub rates: RateState,
+    chain_length: ChainLength,
+    convergence: Convergence,
+    pub sparsity: SparsityEstimate,
+    persistent_chains: Option<Vec<f32>>,
     order: Vec<usize>,
     shuffle_rng: ChaCha8Rng,
     /// Epochs completed.
     pub epoch: usize,
-    /// Batches completed, the counter of the sampling streams.
+    /// Batches completed: the counter of the sampling streams.
     step: u64,
+    pub stopped: Option<StopReason>,
+    buffers: BatchBuffers,
+}
+
+/// Per-batch figures the epoch report aggregates.
+struct BatchFigures {
+    squared_error: f64,
+    cosine: Option<f64>,
+    gradient_rms: f64,
+    max_increment: f32,
 }
 
 impl CdTrainer {
-    pub fn new(config: CdConfig, data: &Dataset) -> Result<Self, TrainError> {
-        config.validate().map_err(TrainError::Config)?;
+    /// Validates `config`, then initialises the RBM by random trials on `data`.
+    pub fn new(config: CdConfig, backend: &dyn Backend, data: &Dataset) -> Result<Self, TrainError> {
+        config.validate(data.n_cases).map_err(TrainError::Config)?;
         if data.n_cases == 0 {
             return Err(TrainError::Data(format!("{}: the data set has no cases", data.name)));
         }
-        let mut rng = Rbm::seeded_rng(config.seed);
-        let rbm = Rbm::initialise(crate::model::VisibleUnits::Bernoulli, data.n_inputs, config.n_hidden, &data.input_means(), &mut rng);
+        let init = initialise_by_trials(&config, backend, data);
+        if !init.rbm.is_finite() {
+            return Err(TrainError::Data(format!("{}: the data hold NaN or infinite values", data.name)));
+        }
+        let rbm = init.rbm;
+        let persistent_chains = config.persistent.then(|| {
+            // Persistent chains start from data cases spread through the set.
+            let n = config.n_persistent_chains;
+            let cases: Vec<usize> = (0..n).map(|k| k * data.n_cases / n).collect();
+            let mut chains = vec![0.0; n * data.n_inputs];
+            data.gather_into(&cases, &mut chains);
+            chains
+        });
         Ok(CdTrainer {
-            weight_velocity: vec![0.0; rbm.weights.len()],
-            visible_bias_velocity: vec![0.0; rbm.n_visible],
-            hidden_bias_velocity: vec![0.0; rbm.n_hidden],
+            velocity: Velocities { weights: vec![0.0; rbm.weights.len()], visible_bias: vec![0.0; rbm.n_visible], hidden_bias: vec![0.0; rbm.n_hidden] },
+            previous_gradient: None,
+            rates: RateState::new(&config),
+            chain_length: ChainLength::new(&config),
+            convergence: Convergence::new(&config),
+            sparsity: SparsityEstimate::new(rbm.n_hidden),
+            persistent_chains,
             order: (0..data.n_cases).collect(),
-            shuffle_rng: rng,
+            shuffle_rng: trial_rng(config.seed, 0),
             epoch: 0,
             step: 0,
-            config,
+            stopped: None,
+            buffers: BatchBuffers::default(),
+            init_trial_errors: init.trial_errors,
+            init_best_trial: init.best_trial,
             rbm,
+            config,
         })
     }
 
     pub fn finished(&self) -> bool {
-        self.epoch >= self.config.epochs
+        self.stopped.is_some()
     }
 
-    /// One pass over the data. On divergence the model is rolled back and an error returned.
+    /// One pass over the data. On divergence the model is rolled back to the end of the
+    /// previous epoch and an error returned; training can go on with a lower learning rate.
     pub fn train_epoch(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<EpochReport, TrainError> {
         if data.n_inputs != self.rbm.n_visible {
             return Err(TrainError::Data(format!(
@@ -100,100 +142,195 @@ impl CdTrainer {
             )));
         }
         let started = now_seconds();
-        let snapshot = (self.rbm.clone(), self.weight_velocity.clone());
+        let snapshot = (self.rbm.clone(), self.rates.clone(), self.persistent_chains.clone());
         self.order.shuffle(&mut self.shuffle_rng);
-        let momentum = self.config.momentum_for_epoch(self.epoch);
-        let mut buffers = BatchBuffers::default();
-        let mut squared_error = 0.0;
+        let k = self.chain_length.current();
+        let batch_size = self.config.cases_per_batch(data.n_cases);
         let order = std::mem::take(&mut self.order);
-        for batch in order.chunks(self.config.batch_size) {
-            squared_error += self.train_batch(backend, data, batch, momentum, &mut buffers);
+        let (mut squared_error, mut cosine_sum, mut cosines, mut rms_sum, mut max_increment, mut batches) = (0.0, 0.0, 0, 0.0, 0.0f32, 0);
+        for batch in order.chunks(batch_size) {
+            let figures = self.train_batch(backend, data, batch, k);
+            squared_error += figures.squared_error;
+            if let Some(c) = figures.cosine {
+                cosine_sum += c;
+                cosines += 1;
+            }
+            rms_sum += figures.gradient_rms;
+            max_increment = max_increment.max(figures.max_increment);
+            batches += 1;
         }
         self.order = order;
-        self.epoch += 1;
         let reconstruction_error = squared_error / (data.n_cases * data.n_inputs) as f64;
         if !reconstruction_error.is_finite() || !self.rbm.is_finite() {
-            (self.rbm, self.weight_velocity) = snapshot;
-            self.visible_bias_velocity.fill(0.0);
-            self.hidden_bias_velocity.fill(0.0);
-            self.epoch -= 1;
+            (self.rbm, self.rates, self.persistent_chains) = snapshot;
+            self.reset_momentum();
             return Err(TrainError::NonFinite { epoch: self.epoch + 1 });
         }
+        self.epoch += 1;
+        let max_weight = self.rbm.weights.iter().fold(0.0f32, |m, w| m.max(w.abs())).max(1e-30);
+        let increment_ratio = (max_increment / max_weight) as f64;
+        let mut stop = self.convergence.after_epoch(increment_ratio);
+        self.rates.after_epoch(self.epoch, self.convergence.epochs_without_improvement);
+        self.chain_length.end_epoch();
+        if stop.is_none() && self.epoch >= self.config.epochs {
+            stop = Some(StopReason::MaxEpochs);
+        }
+        self.stopped = stop;
         let seconds = now_seconds() - started;
         Ok(EpochReport {
             epoch: self.epoch,
+            cd_k: k,
             reconstruction_error,
-            learning_rate: self.config.learning_rate,
-            momentum,
+            learning_rate: self.rates.learning_rate,
+            momentum: self.rates.momentum,
+            gradient_cosine: if cosines > 0 { cosine_sum / cosines as f64 } else { 0.0 },
+            gradient_rms: rms_sum / batches.max(1) as f64,
+            increment_ratio,
+            epochs_without_improvement: self.convergence.epochs_without_improvement,
             seconds,
             cases_per_second: data.n_cases as f64 / seconds.max(1e-9),
+            stop,
         })
     }
 
-    /// Returns the summed squared reconstruction error of the batch.
-    fn train_batch(&mut self, backend: &dyn Backend, data: &Dataset, cases: &[usize], momentum: f32, b: &mut BatchBuffers) -> f64 {
+    /// Ends training at the user's request; the model stays as it is.
+    pub fn cancel(&mut self) {
+        self.stopped.get_or_insert(StopReason::Cancelled);
+    }
+
+    fn reset_momentum(&mut self) {
+        self.velocity.weights.fill(0.0);
+        self.velocity.visible_bias.fill(0.0);
+        self.velocity.hidden_bias.fill(0.0);
+        self.previous_gradient = None;
+    }
+
+    /// Stream for sampling step `chain_step` of the current batch.
+    fn stream(&self, purpose: Purpose, chain_step: usize) -> RngStream {
+        RngStream::new(self.config.seed, (self.step << 10) | chain_step as u64, purpose)
+    }
+
+    fn sample_visible(&self, backend: &dyn Backend, expectations: &[f32], chain_step: usize, out: &mut [f32]) {
+        match self.rbm.visible_units {
+            VisibleUnits::Bernoulli => backend.bernoulli(expectations, self.stream(Purpose::VisibleSample, chain_step), out),
+            VisibleUnits::Gaussian => {
+                out.copy_from_slice(expectations);
+                backend.add_gaussian_noise(out, self.stream(Purpose::VisibleSample, chain_step));
+            }
+        }
+    }
+
+    fn train_batch(&mut self, backend: &dyn Backend, data: &Dataset, cases: &[usize], k: usize) -> BatchFigures {
         let (nv, nh, rows) = (self.rbm.n_visible, self.rbm.n_hidden, cases.len());
-        b.resize(rows, nv, nh);
+        let chains = if self.config.persistent { self.config.n_persistent_chains } else { rows };
+        let mut b = std::mem::take(&mut self.buffers);
+        b.resize(rows, chains, nv, nh);
         data.gather_into(cases, &mut b.visible);
+        if self.config.sample_inputs {
+            let probabilities = b.visible.clone();
+            backend.bernoulli(&probabilities, self.stream(Purpose::InputSample, 0), &mut b.visible);
+        }
         let weights = self.rbm.weights();
+        let visible_activation = self.rbm.visible_activation();
 
+        // Positive phase.
         backend.visible_to_hidden(weights, &b.visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.hidden);
-        backend.bernoulli(&b.hidden, RngStream::new(self.config.seed, self.step, Purpose::HiddenSample), &mut b.hidden_sample);
-        backend.hidden_to_visible(weights, &b.hidden_sample, &self.rbm.visible_bias, Activation::Sigmoid, &mut b.reconstruction);
-        let error = squared_difference(&b.visible, &b.reconstruction);
-        if !self.config.mean_field_visible {
-            let probabilities = b.reconstruction.clone();
-            backend.bernoulli(&probabilities, RngStream::new(self.config.seed, self.step, Purpose::VisibleSample), &mut b.reconstruction);
-        }
-        backend.visible_to_hidden(weights, &b.reconstruction, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.hidden_negative);
+        self.sparsity.update(&b.hidden, rows);
 
-        let scale = 1.0 / rows as f32;
+        // Negative chain: start from a hidden sample.
+        match &self.persistent_chains {
+            None => backend.bernoulli(&b.hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample),
+            Some(state) => {
+                backend.visible_to_hidden(weights, state, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden);
+                backend.bernoulli(&b.chain_hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample);
+            }
+        }
+        let mut squared_error = 0.0;
+        for step in 0..k {
+            backend.hidden_to_visible(weights, &b.chain_hidden_sample, &self.rbm.visible_bias, visible_activation, &mut b.chain_visible);
+            if step == 0 && !self.config.persistent {
+                squared_error = squared_difference(&b.visible, &b.chain_visible);
+            }
+            if !self.config.mean_field_visible {
+                let expectations = b.chain_visible.clone();
+                self.sample_visible(backend, &expectations, step, &mut b.chain_visible);
+            }
+            backend.visible_to_hidden(weights, &b.chain_visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden);
+            if step + 1 < k {
+                backend.bernoulli(&b.chain_hidden, self.stream(Purpose::ChainHidden, step + 1), &mut b.chain_hidden_sample);
+            }
+        }
+        if let Some(state) = &mut self.persistent_chains {
+            state.copy_from_slice(&b.chain_visible);
+            // The chains no longer track the data, so measure reconstruction separately.
+            let mut reconstruction = vec![0.0; rows * nv];
+            backend.hidden_to_visible(weights, &b.hidden, &self.rbm.visible_bias, visible_activation, &mut reconstruction);
+            squared_error = squared_difference(&b.visible, &reconstruction);
+        }
+
+        // Gradient of the log-likelihood estimate, then penalties and the update.
         b.gradient.fill(0.0);
-        backend.accumulate_outer((nv, nh), &b.visible, &b.hidden, scale, &mut b.gradient);
-        backend.accumulate_outer((nv, nh), &b.reconstruction, &b.hidden_negative, -scale, &mut b.gradient);
+        backend.accumulate_outer((nv, nh), &b.visible, &b.hidden, 1.0 / rows as f32, &mut b.gradient);
+        backend.accumulate_outer((nv, nh), &b.chain_visible, &b.chain_hidden, -1.0 / chains as f32, &mut b.gradient);
+        let sparsity_derivative = self.sparsity.derivative(self.config.sparsity_penalty, self.config.sparsity_target);
+        let mean_input = column_means(&b.visible, rows, nv);
+        let step = WeightStep {
+            learning_rate: self.rates.learning_rate,
+            momentum: self.rates.momentum,
+            weight_penalty: self.config.weight_penalty,
+            mean_input: &mean_input,
+            sparsity_derivative: &sparsity_derivative,
+        };
+        let update = update_weights(&mut self.rbm.weights, &mut self.velocity.weights, &mut b.gradient, self.previous_gradient.as_deref(), &step);
+        let visible_gradient: Vec<f32> =
+            column_means(&b.visible, rows, nv).iter().zip(column_means(&b.chain_visible, chains, nv)).map(|(p, n)| p - n).collect();
+        let hidden_gradient: Vec<f32> = column_means(&b.hidden, rows, nh)
+            .iter()
+            .zip(column_means(&b.chain_hidden, chains, nh))
+            .zip(&sparsity_derivative)
+            .map(|((p, n), d)| p - n - d)
+            .collect();
+        update_bias(&mut self.rbm.visible_bias, &mut self.velocity.visible_bias, &visible_gradient, &step);
+        update_bias(&mut self.rbm.hidden_bias, &mut self.velocity.hidden_bias, &hidden_gradient, &step);
 
-        let lr = self.config.learning_rate;
-        let penalty = self.config.weight_penalty;
-        for ((w, v), g) in self.rbm.weights.iter_mut().zip(&mut self.weight_velocity).zip(&b.gradient) {
-            *v = momentum * *v + lr * (g - penalty * *w);
-            *w += *v;
-        }
-        update_bias(&mut self.rbm.visible_bias, &mut self.visible_bias_velocity, &b.visible, &b.reconstruction, rows, momentum, lr);
-        update_bias(&mut self.rbm.hidden_bias, &mut self.hidden_bias_velocity, &b.hidden, &b.hidden_negative, rows, momentum, lr);
+        // Keep this gradient for the next cosine; recycle the old buffer.
+        let previous = self.previous_gradient.replace(std::mem::take(&mut b.gradient));
+        b.gradient = previous.unwrap_or_default();
+        self.rates.after_batch(update.cosine);
         self.step += 1;
-        error
+        self.buffers = b;
+        BatchFigures { squared_error, cosine: update.cosine, gradient_rms: update.gradient_rms, max_increment: update.max_increment }
     }
 }
 
-fn update_bias(bias: &mut [f32], velocity: &mut [f32], positive: &[f32], negative: &[f32], rows: usize, momentum: f32, lr: f32) {
-    let width = bias.len();
-    for (unit, (b, v)) in bias.iter_mut().zip(velocity.iter_mut()).enumerate() {
-        let mut gradient = 0.0;
-        for r in 0..rows {
-            gradient += positive[r * width + unit] - negative[r * width + unit];
+/// Mean of each column of a `rows × width` matrix.
+pub fn column_means(values: &[f32], rows: usize, width: usize) -> Vec<f32> {
+    let mut sums = vec![0.0f32; width];
+    for row in values.chunks_exact(width).take(rows) {
+        for (s, v) in sums.iter_mut().zip(row) {
+            *s += v;
         }
-        *v = momentum * *v + lr * gradient / rows as f32;
-        *b += *v;
     }
+    sums.iter().map(|s| s / rows as f32).collect()
 }
 
 #[derive(Default)]
 struct BatchBuffers {
     visible: Vec<f32>,
     hidden: Vec<f32>,
-    hidden_sample: Vec<f32>,
-    reconstruction: Vec<f32>,
-    hidden_negative: Vec<f32>,
+    chain_hidden_sample: Vec<f32>,
+    chain_visible: Vec<f32>,
+    chain_hidden: Vec<f32>,
     gradient: Vec<f32>,
 }
 
 impl BatchBuffers {
-    fn resize(&mut self, rows: usize, nv: usize, nh: usize) {
+    fn resize(&mut self, rows: usize, chains: usize, nv: usize, nh: usize) {
         self.visible.resize(rows * nv, 0.0);
-        self.reconstruction.resize(rows * nv, 0.0);
         self.hidden.resize(rows * nh, 0.0);
-        self.hidden_sample.resize(rows * nh, 0.0);
-        self.hidden_negative.resize(rows * nh, 0.0);
+        self.chain_hidden_sample.resize(chains * nh, 0.0);
+        self.chain_visible.resize(chains * nv, 0.0);
+        self.chain_hidden.resize(chains * nh, 0.0);
         self.gradient.resize(nv * nh, 0.0);
     }
 }

@@ -1,5 +1,39 @@
+//! Training: settings, schedules, initialisation, contrastive divergence for one RBM, and
+//! greedy layer-wise training of a stack. Calls only `Backend` operations.
+
 pub mod config;
 pub mod contrastive_divergence;
+pub mod greedy;
+pub mod init;
+pub mod penalties;
+pub mod schedule;
+pub mod weights_update;
 
-pub use config::{CdConfig, ConfigError};
-pub use contrastive_divergence::{CdTrainer, EpochReport, TrainError};
+pub use config::{CdConfig, ConfigError, Schedule};
+pub use contrastive_divergence::{CdTrainer, EpochReport};
+pub use greedy::{GreedyEvent, GreedyTrainer, StackConfig};
+pub use schedule::StopReason;
+
+#[derive(Debug)]
+pub enum TrainError {
+    Config(ConfigError),
+    Data(String),
+    /// The weights went NaN/Inf; the model was restored to the end of the previous epoch.
+    NonFinite { epoch: usize },
+}
+
+impl std::fmt::Display for TrainError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            TrainError::Config(e) => write!(f, "invalid setting {e}"),
+            TrainError::Data(m) => write!(f, "{m}"),
+            TrainError::NonFinite { epoch } => write!(
+                f,
+                "training diverged in epoch {epoch} (NaN or infinite weights); the model was restored to the end of epoch {}. Lower the learning rate.",
+                epoch - 1
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TrainError {}

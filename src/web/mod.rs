@@ -6,10 +6,10 @@ use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::{idx, Dataset};
 use crate::gpu::{affine_sigmoid, GpuContext};
-use crate::model::format;
+use crate::model::Dbn;
 use crate::report::image_grid::{self, RgbaImage, Scaling};
-use crate::sample::GibbsChains;
-use crate::train::{CdConfig, CdTrainer};
+use crate::sample::GenerativeChains;
+use crate::train::{GreedyTrainer, StackConfig};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -85,8 +85,8 @@ struct DataSummary {
 #[wasm_bindgen]
 pub struct Playground {
     data: Option<Dataset>,
-    trainer: Option<CdTrainer>,
-    chains: Option<GibbsChains>,
+    trainer: Option<GreedyTrainer>,
+    chains: Option<GenerativeChains>,
 }
 
 #[wasm_bindgen]
@@ -99,13 +99,13 @@ impl Playground {
     /// Parses IDX images (and optional labels), raw or gzip. The new data replaces the old only
     /// if it parses; a model whose visible layer no longer matches is dropped.
     pub fn load_idx(&mut self, images_name: &str, images: &[u8], labels_name: Option<String>, labels: Option<Vec<u8>>) -> Result<JsValue, JsError> {
-        let parsed = idx::parse_idx_images(images_name, images).map_err(|e| JsError::new(&e.to_string()))?;
+        let parsed = idx::parse_idx_images(images_name, images).map_err(js_error)?;
         let labels = match (labels_name, labels) {
-            (Some(name), Some(bytes)) => Some((name.clone(), idx::parse_idx_labels(&name, &bytes).map_err(|e| JsError::new(&e.to_string()))?)),
+            (Some(name), Some(bytes)) => Some((name.clone(), idx::parse_idx_labels(&name, &bytes).map_err(js_error)?)),
             _ => None,
         };
-        let dataset = idx::dataset_from_idx(parsed, labels, images_name).map_err(|e| JsError::new(&e.to_string()))?;
-        if self.trainer.as_ref().is_some_and(|t| t.rbm.n_visible != dataset.n_inputs) {
+        let dataset = idx::dataset_from_idx(parsed, labels, images_name).map_err(js_error)?;
+        if self.model().is_some_and(|m| m.layers[0].n_visible != dataset.n_inputs) {
             self.trainer = None;
             self.chains = None;
         }
@@ -131,6 +131,14 @@ impl Playground {
         Ok(data.image_shape.unwrap_or((1, data.n_inputs)))
     }
 
+    /// The trained layers plus the layer in training, as a DBN to sample from and draw.
+    fn model(&self) -> Option<Dbn> {
+        let trainer = self.trainer.as_ref()?;
+        let mut dbn = trainer.dbn.clone();
+        dbn.layers.extend(trainer.current_trainer().map(|t| t.rbm.clone()));
+        (!dbn.layers.is_empty()).then_some(dbn)
+    }
+
     /// The first `count` cases as a thumbnail grid.
     pub fn data_preview(&self, count: usize, columns: usize) -> Result<JsValue, JsError> {
         let data = self.data()?;
@@ -141,10 +149,10 @@ impl Playground {
         Ok(image_to_js(image_grid::tile(&values, count, self.image_shape()?, columns, Scaling::Unit)))
     }
 
-    /// Starts a fresh model from `config` (a `CdConfig`; missing fields take defaults).
+    /// Starts a fresh model from `config` (a `StackConfig`; missing fields take defaults).
     pub fn start_training(&mut self, config: JsValue) -> Result<(), JsError> {
-        let config: CdConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
-        let trainer = CdTrainer::new(config, self.data()?).map_err(|e| JsError::new(&e.to_string()))?;
+        let config: StackConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
+        let trainer = GreedyTrainer::new(config, self.data()?).map_err(js_error)?;
         self.trainer = Some(trainer);
         self.chains = None;
         Ok(())
@@ -154,48 +162,57 @@ impl Playground {
         self.trainer.as_ref().is_none_or(|t| t.finished())
     }
 
-    /// One epoch; returns its `EpochReport`.
-    pub fn train_epoch(&mut self) -> Result<JsValue, JsError> {
+    /// One unit of work (initialise a layer, one epoch, or close a layer); returns the
+    /// `GreedyEvent` describing it.
+    pub fn step(&mut self) -> Result<JsValue, JsError> {
         let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
         let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let report = trainer.train_epoch(&CpuBackend, data).map_err(|e| JsError::new(&e.to_string()))?;
-        to_js(&report)
+        let event = trainer.step(&CpuBackend, data).map_err(js_error)?;
+        to_js(&event)
     }
 
-    /// The first `count` hidden units' receptive fields, grey mode (zero is mid-grey).
+    /// Ends the layer in training after its current epoch (Stop).
+    pub fn cancel(&mut self) {
+        if let Some(trainer) = &mut self.trainer {
+            trainer.cancel_layer();
+        }
+    }
+
+    /// The first `count` first-layer receptive fields, grey mode (zero is mid-grey).
     pub fn filters_image(&self, count: usize, columns: usize) -> Result<JsValue, JsError> {
-        let rbm = &self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet"))?.rbm;
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
+        let rbm = &model.layers[0];
         let count = count.min(rbm.n_hidden);
         let filters = image_grid::filters_of(&rbm.weights, rbm.n_visible, rbm.n_hidden, count);
         Ok(image_to_js(image_grid::tile(&filters, count, self.image_shape()?, columns, Scaling::SymmetricPerTile)))
     }
 
-    /// Starts `count` Gibbs chains from the first `count` data cases (the embedded default is
-    /// interleaved by class, so these show every digit).
-    pub fn start_chains(&mut self, count: usize, seed: u64) -> Result<(), JsError> {
+    /// Starts `count` generative chains from the first `count` data cases (the embedded
+    /// default is interleaved by class, so these show every digit) or from random states.
+    pub fn start_chains(&mut self, count: usize, from_data: bool, seed: u64) -> Result<(), JsError> {
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let data = self.data()?;
-        let cases: Vec<usize> = (0..count.clamp(1, data.n_cases)).collect();
-        self.chains = Some(GibbsChains::from_cases(data, &cases, seed));
+        self.chains = Some(if from_data {
+            let cases: Vec<usize> = (0..count.clamp(1, data.n_cases)).collect();
+            GenerativeChains::from_data(&model, &CpuBackend, data, &cases, seed)
+        } else {
+            GenerativeChains::from_random(&model, &CpuBackend, count.max(1), seed)
+        });
         Ok(())
     }
 
-    /// Advances the chains `steps` Gibbs steps and returns their visible probabilities.
+    /// Advances the chains `steps` Gibbs steps and returns them as seen at the pixels.
     pub fn advance_chains(&mut self, steps: usize, columns: usize) -> Result<JsValue, JsError> {
         let shape = self.image_shape()?;
-        let rbm = &self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet"))?.rbm;
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let chains = self.chains.as_mut().ok_or_else(|| JsError::new("no chains started"))?;
-        chains.advance(rbm, &CpuBackend, steps);
-        Ok(image_to_js(image_grid::tile(&chains.probabilities, chains.n_chains, shape, columns, Scaling::Unit)))
+        chains.advance(&model, &CpuBackend, steps);
+        let images = chains.images(&model, &CpuBackend);
+        Ok(image_to_js(image_grid::tile(&images, chains.n_chains, shape, columns, Scaling::Unit)))
     }
 
     pub fn chain_steps(&self) -> u64 {
         self.chains.as_ref().map_or(0, |c| c.steps_done)
-    }
-
-    /// The trained model as the CLI's JSON model file.
-    pub fn model_json(&self) -> Result<String, JsError> {
-        let rbm = &self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet"))?.rbm;
-        Ok(format::to_json(rbm, self.data()?.image_shape))
     }
 }
 
@@ -203,4 +220,8 @@ impl Default for Playground {
     fn default() -> Self {
         Self::new()
     }
+}
+
+fn js_error(error: impl std::fmt::Display) -> JsError {
+    JsError::new(&error.to_string())
 }

@@ -1,0 +1,167 @@
+//! Greedy layer-wise training of a DBN (Hinton, Osindero & Teh 2006), in Masters' variant:
+//! once a layer is trained, the whole training set is propagated through it once,
+//! deterministically (hidden probabilities), and that becomes the next layer's data.
+//! After training, each layer's hidden units are sorted by descending Σ|w| so the most
+//! influential feature detectors come first in reports and filter views.
+
+use super::config::{check_count, CdConfig, ConfigError};
+use super::contrastive_divergence::{CdTrainer, EpochReport};
+use super::TrainError;
+use crate::backend::Backend;
+use crate::data::{CaseValues, Dataset};
+use crate::model::{Dbn, Rbm, VisibleUnits};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StackConfig {
+    /// Hidden sizes from the bottom up, e.g. `[500, 500, 2000]`.
+    pub layers: Vec<usize>,
+    /// Settings shared by every layer (`n_hidden` is taken from `layers`).
+    pub rbm: CdConfig,
+    /// Higher layers train on the propagated probabilities (on), or on samples of them.
+    pub greedy_mean_field: bool,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        StackConfig { layers: vec![100], rbm: CdConfig::default(), greedy_mean_field: true }
+    }
+}
+
+impl StackConfig {
+    pub fn validate(&self, n_cases: usize) -> Result<(), ConfigError> {
+        if self.layers.is_empty() {
+            return Err(ConfigError { field: "layers", message: "expected at least one RBM layer".into() });
+        }
+        for &size in &self.layers {
+            check_count("layers", size, 1, super::config::MAX_HIDDEN)?;
+        }
+        self.rbm.validate(n_cases)
+    }
+
+    /// The settings of layer `index` (0-based): its size, a seed of its own, and for layers
+    /// above the first, binary visible units and (optionally) sampled inputs.
+    pub fn layer_config(&self, index: usize) -> CdConfig {
+        let mut config = self.rbm.clone();
+        config.n_hidden = self.layers[index];
+        config.seed = self.rbm.seed.wrapping_add(index as u64 * 0x9E37_79B9);
+        if index > 0 {
+            config.visible_units = VisibleUnits::Bernoulli;
+            config.sample_inputs = !self.greedy_mean_field;
+        }
+        config
+    }
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum GreedyEvent {
+    /// A layer's initialisation finished (trial scores for the page's chart).
+    LayerStarted { layer: usize, trial_errors: Vec<f64>, best_trial: usize },
+    Epoch { layer: usize, report: EpochReport },
+    LayerFinished { layer: usize },
+    Finished,
+}
+
+pub struct GreedyTrainer {
+    pub config: StackConfig,
+    pub dbn: Dbn,
+    current: Option<CdTrainer>,
+    /// The current layer's training data (the raw data for layer 0).
+    layer_data: Option<Dataset>,
+}
+
+impl GreedyTrainer {
+    pub fn new(config: StackConfig, data: &Dataset) -> Result<Self, TrainError> {
+        config.validate(data.n_cases).map_err(TrainError::Config)?;
+        Ok(GreedyTrainer { config, dbn: Dbn::default(), current: None, layer_data: None })
+    }
+
+    pub fn finished(&self) -> bool {
+        self.dbn.layers.len() == self.config.layers.len()
+    }
+
+    /// Index of the layer being trained (or next to train).
+    pub fn current_layer(&self) -> usize {
+        self.dbn.layers.len()
+    }
+
+    pub fn current_trainer(&self) -> Option<&CdTrainer> {
+        self.current.as_ref()
+    }
+
+    /// Advances by one unit of work: initialise a layer, train one epoch, or close a layer.
+    pub fn step(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<GreedyEvent, TrainError> {
+        if self.finished() {
+            return Ok(GreedyEvent::Finished);
+        }
+        let layer = self.current_layer();
+        let layer_data = self.layer_data.as_ref().unwrap_or(data);
+        match &mut self.current {
+            None => {
+                let trainer = CdTrainer::new(self.config.layer_config(layer), backend, layer_data)?;
+                let event = GreedyEvent::LayerStarted { layer, trial_errors: trainer.init_trial_errors.clone(), best_trial: trainer.init_best_trial };
+                self.current = Some(trainer);
+                Ok(event)
+            }
+            Some(trainer) if !trainer.finished() => Ok(GreedyEvent::Epoch { layer, report: trainer.train_epoch(backend, layer_data)? }),
+            Some(_) => {
+                let mut rbm = self.current.take().expect("checked above").rbm;
+                sort_hidden_units_by_weight(&mut rbm);
+                if layer + 1 < self.config.layers.len() {
+                    self.layer_data = Some(propagate_dataset(backend, &rbm, layer_data));
+                } else {
+                    self.layer_data = None;
+                }
+                self.dbn.layers.push(rbm);
+                Ok(GreedyEvent::LayerFinished { layer })
+            }
+        }
+    }
+
+    /// Stops the layer in training after its current epoch; later layers still train.
+    pub fn cancel_layer(&mut self) {
+        if let Some(trainer) = &mut self.current {
+            trainer.cancel();
+        }
+    }
+}
+
+/// Reorders hidden units by descending Σ_i |W_ij| (columns of W with their biases).
+pub fn sort_hidden_units_by_weight(rbm: &mut Rbm) {
+    let (nv, nh) = (rbm.n_visible, rbm.n_hidden);
+    let strength: Vec<f32> = (0..nh).map(|j| (0..nv).map(|i| rbm.weights[i * nh + j].abs()).sum()).collect();
+    let mut order: Vec<usize> = (0..nh).collect();
+    order.sort_by(|&a, &b| strength[b].total_cmp(&strength[a]));
+    let old = rbm.weights.clone();
+    for i in 0..nv {
+        for (new_j, &old_j) in order.iter().enumerate() {
+            rbm.weights[i * nh + new_j] = old[i * nh + old_j];
+        }
+    }
+    rbm.hidden_bias = order.iter().map(|&j| rbm.hidden_bias[j]).collect();
+}
+
+/// The data as seen by the next layer: hidden probabilities, computed once, in blocks.
+pub fn propagate_dataset(backend: &dyn Backend, rbm: &Rbm, data: &Dataset) -> Dataset {
+    let mut values = vec![0.0f32; data.n_cases * rbm.n_hidden];
+    let block = 512;
+    let mut input = Vec::new();
+    for (start, out) in (0..data.n_cases).step_by(block).zip(values.chunks_mut(block * rbm.n_hidden)) {
+        let cases: Vec<usize> = (start..(start + block).min(data.n_cases)).collect();
+        input.resize(cases.len() * data.n_inputs, 0.0);
+        data.gather_into(&cases, &mut input);
+        backend.visible_to_hidden(rbm.weights(), &input, &rbm.hidden_bias, crate::backend::Activation::Sigmoid, out);
+    }
+    Dataset {
+        name: format!("{} (propagated)", data.name),
+        n_cases: data.n_cases,
+        n_inputs: rbm.n_hidden,
+        image_shape: None,
+        values: CaseValues::Floats(values),
+        labels: data.labels.clone(),
+        input_names: (0..rbm.n_hidden).map(|j| format!("h{j}")).collect(),
+        targets: None,
+    }
+}

@@ -1,0 +1,48 @@
+//! Weight and sparsity penalties (Masters, ch. 3), applied to the log-likelihood gradient
+//! estimate before the momentum update.
+
+/// Smoothed mean activation of each hidden unit, the quantity the sparsity penalty steers.
+/// Starts at 0.5 and follows each batch's mean activation with weights 0.95 / 0.05.
+#[derive(Clone, Debug)]
+pub struct SparsityEstimate {
+    pub smoothed: Vec<f32>,
+}
+
+pub const SATURATION_LOW: f32 = 0.01;
+pub const SATURATION_HIGH: f32 = 0.99;
+
+impl SparsityEstimate {
+    pub fn new(n_hidden: usize) -> Self {
+        SparsityEstimate { smoothed: vec![0.5; n_hidden] }
+    }
+
+    /// `hidden` holds the batch's positive-phase hidden probabilities, `rows × n_hidden`.
+    pub fn update(&mut self, hidden: &[f32], rows: usize) {
+        let n_hidden = self.smoothed.len();
+        for (j, q) in self.smoothed.iter_mut().enumerate() {
+            let batch_mean = (0..rows).map(|r| hidden[r * n_hidden + j]).sum::<f32>() / rows as f32;
+            *q = 0.95 * *q + 0.05 * batch_mean;
+        }
+    }
+
+    /// The penalty's derivative for each hidden unit, to be subtracted from the gradient of
+    /// its bias (and, times the batch's mean input, of its weights).
+    ///
+    /// `penalty · (q − target)` pulls the mean activation toward the target. Masters adds
+    /// anti-saturation terms for units that are nearly always off (q < 0.01) or on
+    /// (q > 0.99), where the target term alone is too weak to revive them; ours grows
+    /// linearly to one extra `penalty` at full saturation.
+    pub fn derivative(&self, penalty: f32, target: f32) -> Vec<f32> {
+        self.smoothed.iter().map(|&q| sparsity_derivative(q, penalty, target)).collect()
+    }
+}
+
+pub fn sparsity_derivative(q: f32, penalty: f32, target: f32) -> f32 {
+    let mut derivative = penalty * (q - target);
+    if q < SATURATION_LOW {
+        derivative += penalty * (q - SATURATION_LOW) / SATURATION_LOW;
+    } else if q > SATURATION_HIGH {
+        derivative += penalty * (q - SATURATION_HIGH) / (1.0 - SATURATION_HIGH);
+    }
+    derivative
+}
