@@ -37,7 +37,7 @@ impl StackConfig {
         for &size in &self.layers {
             check_count("layers", size, 1, super::config::MAX_HIDDEN)?;
         }
-        self.rbm.validate(n_cases)
+        (0..self.layers.len()).try_for_each(|index| self.layer_config(index).validate(n_cases))
     }
 
     /// The settings of layer `index` (0-based): its size, a seed of its own, and for layers
