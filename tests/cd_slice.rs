@@ -3,7 +3,6 @@
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::idx::load_idx_dataset;
-use deepbelief::model::format;
 use deepbelief::train::{CdConfig, CdTrainer, TrainError};
 use std::path::Path;
 
@@ -80,27 +79,4 @@ fn invalid_settings_name_the_field() {
         let message = CdTrainer::new(config, &CpuBackend, &data).err().expect("must be rejected").to_string();
         assert!(message.contains(field), "{message}");
     }
-}
-
-#[test]
-fn model_file_round_trips_and_rejects_damage() {
-    let data = train_10k().take_first(200);
-    let mut trainer = CdTrainer::new(CdConfig { n_hidden: 8, epochs: 1, ..CdConfig::hinton() }, &CpuBackend, &data).unwrap();
-    trainer.train_epoch(&CpuBackend, &data).unwrap();
-    let json = format::to_json(&trainer.rbm, Some((28, 28)));
-    let loaded = format::from_json("model.json", &json).unwrap();
-    assert_eq!(loaded.rbm, trainer.rbm);
-    assert_eq!(loaded.image_shape, Some((28, 28)));
-
-    let truncated = &json[..json.len() / 2];
-    let message = format::from_json("model.json", truncated).err().unwrap().to_string();
-    assert!(message.starts_with("model.json: ") && message.contains("line 1"), "{message}");
-
-    let wrong_shape = json.replace("\"image_shape\":[28,28]", "\"image_shape\":[28,27]");
-    let message = format::from_json("m.json", &wrong_shape).err().unwrap().to_string();
-    assert!(message.contains("image_shape"), "{message}");
-
-    let short_bias = json.replacen("\"hidden_bias\":[", "\"hidden_bias\":[0.5,", 1);
-    let message = format::from_json("m.json", &short_bias).err().unwrap().to_string();
-    assert!(message.contains("rbm.hidden_bias") && message.contains("expected 8"), "{message}");
 }

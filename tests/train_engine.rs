@@ -32,12 +32,18 @@ fn train_stack(config: StackConfig, data: &Dataset) -> (GreedyTrainer, Vec<Greed
 #[test]
 fn greedy_stack_has_chained_shapes_and_sorted_units() {
     let data = mnist(300);
-    let config = StackConfig { layers: vec![24, 16, 8], rbm: quick(0), greedy_mean_field: false };
+    let config = StackConfig { layers: vec![24, 16, 8], rbm: quick(0), greedy_mean_field: false, monitor_cases: 100 };
     let (trainer, events) = train_stack(config, &data);
     assert_eq!(trainer.dbn.sizes(), vec![784, 24, 16, 8]);
     let started = events.iter().filter(|e| matches!(e, GreedyEvent::LayerStarted { .. })).count();
     let epochs = events.iter().filter(|e| matches!(e, GreedyEvent::Epoch { .. })).count();
     assert_eq!((started, epochs), (3, 6));
+    for event in &events {
+        if let GreedyEvent::Epoch { layer, metrics: Some(m), .. } = event {
+            assert_eq!(m.hidden_units.len(), [24, 16, 8][*layer]);
+            assert!(m.free_energy_train.is_finite() && m.pseudo_log_likelihood.unwrap() < 0.0 && m.recon_cross_entropy.unwrap() > 0.0);
+        }
+    }
     for (index, layer) in trainer.dbn.layers.iter().enumerate() {
         assert_eq!(layer.weights.len(), layer.n_visible * layer.n_hidden);
         let strength: Vec<f32> = (0..layer.n_hidden).map(|j| (0..layer.n_visible).map(|i| layer.weights[i * layer.n_hidden + j].abs()).sum()).collect();
@@ -148,7 +154,7 @@ fn gaussian_visible_rbm_learns_standardised_data() {
 #[test]
 fn generative_chains_start_from_the_requested_data_and_move() {
     let data = mnist(300);
-    let config = StackConfig { layers: vec![30, 20], rbm: quick(0), greedy_mean_field: true };
+    let config = StackConfig { layers: vec![30, 20], rbm: quick(0), greedy_mean_field: true, monitor_cases: 0 };
     let (trainer, _) = train_stack(config, &data);
     let dbn = &trainer.dbn;
     let cases = [3usize, 7, 11];

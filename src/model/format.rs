@@ -1,19 +1,60 @@
-//! Saved-model format: versioned JSON, validated field by field on load so a bad file
-//! gets an error naming what is wrong instead of a model full of garbage.
+//! Saved-model format (docs/MODEL_FORMAT.md): versioned JSON holding a whole DBN with what is
+//! needed to use it on new data — the image shape, the training data's per-input means (for
+//! AIS's base-rate model), the standardisation of Gaussian inputs, a database's scaling — and
+//! the settings and outcome of training.
+//!
+//! Loading checks every field, so a damaged or hand-edited file gets an error naming the file
+//! and the field instead of a model full of garbage. Version 1 files (`deepbelief-rbm`, one
+//! RBM) are read and converted to a one-layer DBN.
 
-use super::Rbm;
-use serde::{Deserialize, Serialize};
+use super::{Dbn, Rbm, VisibleUnits};
+use crate::data::{CaseValues, Dataset, Preprocessing};
+use crate::train::{StackConfig, StopReason};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-pub const FORMAT_NAME: &str = "deepbelief-rbm";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_NAME: &str = "deepbelief-dbn";
+pub const FORMAT_VERSION: u32 = 2;
+/// The single-RBM format of the first slice, still readable.
+pub const RBM_FORMAT_NAME: &str = "deepbelief-rbm";
+pub const RBM_FORMAT_VERSION: u32 = 1;
 
-#[derive(Serialize, Deserialize)]
-pub struct SavedRbm {
-    pub format: String,
-    pub version: u32,
+/// A trained DBN and everything needed to apply it to new data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedDbn {
     /// `(rows, cols)` when the visible layer is an image, so viewers can draw filters.
     pub image_shape: Option<(usize, usize)>,
-    pub rbm: Rbm,
+    /// Mean of each input over the training cases, in [0, 1] (before any standardisation).
+    /// `None` for models converted from version 1, which did not record them.
+    pub visible_means: Option<Vec<f32>>,
+    /// How inputs were standardised for Gaussian visible units.
+    pub standardisation: Option<Standardisation>,
+    /// How a DEEP database's columns were turned into inputs (database training data only).
+    pub preprocessing: Option<Preprocessing>,
+    pub config: StackConfig,
+    pub dbn: Dbn,
+    /// One record per trained layer, bottom up (empty for converted version 1 files).
+    pub training: Vec<LayerTraining>,
+}
+
+/// Per-input standardisation `z = (x − mean) / sd`; an input with `sd == 0` was constant in
+/// the training data and always maps to 0.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Standardisation {
+    pub mean: Vec<f32>,
+    pub sd: Vec<f32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayerTraining {
+    /// 0-based, as in `layers`.
+    pub layer: usize,
+    pub epochs: usize,
+    pub stop: StopReason,
+    /// Mean-field reconstruction error of the initialised layer and of the trained one, on
+    /// the same cases.
+    pub init_error: f64,
+    pub final_error: f64,
 }
 
 #[derive(Debug)]
@@ -30,39 +71,445 @@ impl std::fmt::Display for ModelFileError {
 
 impl std::error::Error for ModelFileError {}
 
-pub fn to_json(rbm: &Rbm, image_shape: Option<(usize, usize)>) -> String {
-    let saved = SavedRbm { format: FORMAT_NAME.into(), version: FORMAT_VERSION, image_shape, rbm: rbm.clone() };
-    serde_json::to_string(&saved).expect("an RBM always serialises")
+/// Every stop reason, for reading names back (`StopReason` only serialises).
+fn stop_reasons() -> [StopReason; 4] {
+    // Exhaustive, so adding a reason breaks the build here until it is listed below.
+    let _listed_below = |reason: StopReason| match reason {
+        StopReason::Converged | StopReason::NoImprovement | StopReason::MaxEpochs | StopReason::Cancelled => (),
+    };
+    [StopReason::Converged, StopReason::NoImprovement, StopReason::MaxEpochs, StopReason::Cancelled]
 }
 
-pub fn from_json(source_name: &str, text: &str) -> Result<SavedRbm, ModelFileError> {
+pub fn stop_reason_name(reason: StopReason) -> String {
+    serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_string)).expect("stop reasons serialise as strings")
+}
+
+impl Standardisation {
+    /// Mean and population standard deviation of each input over all cases.
+    pub fn fit(data: &Dataset) -> Standardisation {
+        let n = data.n_inputs;
+        let (mut sum, mut sum_sq) = (vec![0.0f64; n], vec![0.0f64; n]);
+        let mut case = vec![0.0f32; n];
+        for k in 0..data.n_cases {
+            data.case_into(k, &mut case);
+            for ((s, q), &x) in sum.iter_mut().zip(&mut sum_sq).zip(&case) {
+                *s += x as f64;
+                *q += (x as f64) * (x as f64);
+            }
+        }
+        let cases = data.n_cases.max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / cases).collect();
+        let sd = sum_sq
+            .iter()
+            .zip(&mean)
+            .map(|(q, m)| {
+                let variance = (q / cases - m * m).max(0.0);
+                // Rounding leaves a constant input a tiny variance; treat it as constant.
+                if variance < 1e-12 {
+                    0.0
+                } else {
+                    variance.sqrt() as f32
+                }
+            })
+            .collect();
+        Standardisation { mean: mean.into_iter().map(|m| m as f32).collect(), sd }
+    }
+
+    /// The data standardised (as floats), keeping labels and names.
+    pub fn apply(&self, data: &Dataset) -> Dataset {
+        assert_eq!(data.n_inputs, self.mean.len(), "standardisation and data disagree on the number of inputs");
+        let mut values = vec![0.0f32; data.n_cases * data.n_inputs];
+        let mut case = vec![0.0f32; data.n_inputs];
+        for (k, row) in values.chunks_exact_mut(data.n_inputs).enumerate() {
+            data.case_into(k, &mut case);
+            self.standardise_in_place(&mut case);
+            row.copy_from_slice(&case);
+        }
+        Dataset {
+            name: data.name.clone(),
+            n_cases: data.n_cases,
+            n_inputs: data.n_inputs,
+            image_shape: data.image_shape,
+            values: CaseValues::Floats(values),
+            labels: data.labels.clone(),
+            input_names: data.input_names.clone(),
+            targets: data.targets.clone(),
+        }
+    }
+
+    pub fn standardise_in_place(&self, case: &mut [f32]) {
+        for ((x, m), s) in case.iter_mut().zip(&self.mean).zip(&self.sd) {
+            *x = if *s > 0.0 { (*x - m) / s } else { 0.0 };
+        }
+    }
+
+    /// Back to the input scale: `x = mean + sd·z`, row after row.
+    pub fn restore_in_place(&self, values: &mut [f32]) {
+        for row in values.chunks_exact_mut(self.mean.len()) {
+            for ((x, m), s) in row.iter_mut().zip(&self.mean).zip(&self.sd) {
+                *x = m + s * *x;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- writing
+
+#[derive(Serialize)]
+struct LayerOut<'a> {
+    visible_units: VisibleUnits,
+    n_visible: usize,
+    n_hidden: usize,
+    weights: &'a [f32],
+    visible_bias: &'a [f32],
+    hidden_bias: &'a [f32],
+}
+
+/// The model as version-2 JSON: one top-level field per line and one layer per line, so a
+/// parse error's line number points at the part of the file that is damaged.
+pub fn to_json(model: &SavedDbn) -> String {
+    let mut fields: Vec<(&str, String)> = vec![
+        ("format", compact(&FORMAT_NAME)),
+        ("version", compact(&FORMAT_VERSION)),
+        ("image_shape", compact(&model.image_shape)),
+        ("visible_means", compact(&model.visible_means)),
+        ("standardisation", compact(&model.standardisation)),
+        ("preprocessing", compact(&model.preprocessing)),
+        ("config", compact(&model.config)),
+    ];
+    let layers: Vec<String> = model
+        .dbn
+        .layers
+        .iter()
+        .map(|l| {
+            let out = LayerOut {
+                visible_units: l.visible_units,
+                n_visible: l.n_visible,
+                n_hidden: l.n_hidden,
+                weights: &l.weights,
+                visible_bias: &l.visible_bias,
+                hidden_bias: &l.hidden_bias,
+            };
+            format!("    {}", compact(&out))
+        })
+        .collect();
+    fields.push(("layers", format!("[\n{}\n  ]", layers.join(",\n"))));
+    let training: Vec<String> = model.training.iter().map(|t| format!("    {}", compact(t))).collect();
+    fields.push(("training", if training.is_empty() { "[]".into() } else { format!("[\n{}\n  ]", training.join(",\n")) }));
+    let body: Vec<String> = fields.iter().map(|(name, value)| format!("  \"{name}\": {value}")).collect();
+    format!("{{\n{}\n}}\n", body.join(",\n"))
+}
+
+fn compact<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).expect("model parts always serialise")
+}
+
+// ---------------------------------------------------------------- reading
+
+/// Reads a model from JSON text; `source_name` (usually the file path) begins every error.
+pub fn from_json(source_name: &str, text: &str) -> Result<SavedDbn, ModelFileError> {
     let fail = |message: String| ModelFileError { source_name: source_name.to_string(), message };
-    let saved: SavedRbm = serde_json::from_str(text)
-        .map_err(|e| fail(format!("not a valid model file (line {}, column {}): {e}", e.line(), e.column())))?;
-    if saved.format != FORMAT_NAME {
-        return Err(fail(format!("field `format` is \"{}\", expected \"{FORMAT_NAME}\"", saved.format)));
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        let (line, column) = (e.line(), e.column());
+        fail(if e.is_eof() {
+            format!("the file ends early, at line {line}, column {column}: it is truncated (expected the rest of the JSON model)")
+        } else {
+            format!("not valid JSON at line {line}, column {column}: {e}")
+        })
+    })?;
+    let Value::Object(mut top) = value else {
+        return Err(fail(format!("expected a JSON object at the top level, found {}", kind_of(&value))));
+    };
+    let format = match top.remove("format") {
+        Some(Value::String(name)) => name,
+        Some(other) => return Err(fail(format!("field `format` is {}, expected the string \"{FORMAT_NAME}\"", kind_of(&other)))),
+        None => return Err(fail(format!("field `format` is missing (expected \"{FORMAT_NAME}\"); this is not a deepbelief model file"))),
+    };
+    let version = top.remove("version").ok_or_else(|| fail("field `version` is missing".into()))?;
+    let version = version.as_u64().ok_or_else(|| fail(format!("field `version` is {}, expected a whole number", kind_of(&version))))?;
+    let readable = format!("this build reads \"{FORMAT_NAME}\" version {FORMAT_VERSION} and \"{RBM_FORMAT_NAME}\" version {RBM_FORMAT_VERSION}");
+    let mut reader = FieldReader { top, fail: &fail };
+    let model = match (format.as_str(), version) {
+        (FORMAT_NAME, v) if v == FORMAT_VERSION as u64 => reader.dbn_v2()?,
+        (RBM_FORMAT_NAME, v) if v == RBM_FORMAT_VERSION as u64 => reader.rbm_v1()?,
+        (FORMAT_NAME | RBM_FORMAT_NAME, v) => return Err(fail(format!("field `version` is {v} for \"{format}\"; {readable}"))),
+        (other, _) => return Err(fail(format!("field `format` is \"{other}\", expected \"{FORMAT_NAME}\" ({readable})"))),
+    };
+    if let Some(unknown) = reader.top.keys().next() {
+        return Err(fail(format!("unknown field `{unknown}` (not part of \"{format}\" version {version})")));
     }
-    if saved.version != FORMAT_VERSION {
-        return Err(fail(format!("field `version` is {}, this build reads version {FORMAT_VERSION}", saved.version)));
+    check_consistency(&model).map_err(fail)?;
+    Ok(model)
+}
+
+/// Reads `path`, or `path/model.json` when `path` is a folder.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_model(path: &std::path::Path) -> Result<SavedDbn, ModelFileError> {
+    let file = model_file_path(path);
+    let source_name = file.display().to_string();
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| ModelFileError { source_name: source_name.clone(), message: format!("cannot read the model file ({e})") })?;
+    from_json(&source_name, &text)
+}
+
+/// `path/model.json` for a folder, `path` itself otherwise.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn model_file_path(path: &std::path::Path) -> std::path::PathBuf {
+    if path.is_dir() {
+        path.join("model.json")
+    } else {
+        path.to_path_buf()
     }
-    let rbm = &saved.rbm;
-    let expect_len = |field: &str, found: usize, expected: usize| {
+}
+
+fn kind_of(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string \"{}\"", s.chars().take(40).collect::<String>()),
+        Value::Array(a) => format!("an array of {} values", a.len()),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+struct FieldReader<'a> {
+    top: Map<String, Value>,
+    fail: &'a dyn Fn(String) -> ModelFileError,
+}
+
+impl FieldReader<'_> {
+    fn take(&mut self, name: &str) -> Result<Value, ModelFileError> {
+        self.top.remove(name).ok_or_else(|| (self.fail)(format!("field `{name}` is missing")))
+    }
+
+    fn dbn_v2(&mut self) -> Result<SavedDbn, ModelFileError> {
+        let fail = self.fail;
+        let image_shape = image_shape(self.take("image_shape")?, "image_shape").map_err(fail)?;
+        let visible_means = match self.take("visible_means")? {
+            Value::Null => None,
+            value => Some(numbers(value, "visible_means").map_err(fail)?),
+        };
+        let standardisation = match self.take("standardisation")? {
+            Value::Null => None,
+            value => Some(standardisation(value).map_err(fail)?),
+        };
+        // Added with database training; absent means none.
+        let preprocessing = match self.top.remove("preprocessing").unwrap_or(Value::Null) {
+            Value::Null => None,
+            value => Some(serde_json::from_value(value).map_err(|e| fail(format!("field `preprocessing`: {e}")))?),
+        };
+        let config: StackConfig = serde_json::from_value(self.take("config")?).map_err(|e| fail(format!("field `config`: {e}")))?;
+        let layers = match self.take("layers")? {
+            Value::Array(items) => {
+                items.into_iter().enumerate().map(|(i, item)| rbm(item, &format!("layers[{i}]"))).collect::<Result<Vec<_>, _>>().map_err(fail)?
+            }
+            other => return Err(fail(format!("field `layers` is {}, expected an array of layers", kind_of(&other)))),
+        };
+        let training = match self.take("training")? {
+            Value::Array(items) => {
+                items.into_iter().enumerate().map(|(i, item)| layer_training(item, &format!("training[{i}]"))).collect::<Result<Vec<_>, _>>().map_err(fail)?
+            }
+            other => return Err(fail(format!("field `training` is {}, expected an array", kind_of(&other)))),
+        };
+        Ok(SavedDbn { image_shape, visible_means, standardisation, preprocessing, config, dbn: Dbn { layers }, training })
+    }
+
+    /// Version 1: `{format, version, image_shape, rbm}`; becomes a one-layer DBN whose
+    /// training settings are the defaults, since the file did not record them.
+    fn rbm_v1(&mut self) -> Result<SavedDbn, ModelFileError> {
+        let fail = self.fail;
+        let image_shape = image_shape(self.take("image_shape")?, "image_shape").map_err(fail)?;
+        let rbm = rbm(self.take("rbm")?, "rbm").map_err(fail)?;
+        let mut config = StackConfig { layers: vec![rbm.n_hidden], ..StackConfig::default() };
+        config.rbm.n_hidden = rbm.n_hidden;
+        config.rbm.visible_units = rbm.visible_units;
+        Ok(SavedDbn {
+            image_shape,
+            visible_means: None,
+            standardisation: None,
+            preprocessing: None,
+            config,
+            dbn: Dbn { layers: vec![rbm] },
+            training: Vec::new(),
+        })
+    }
+}
+
+fn object(value: Value, path: &str) -> Result<Map<String, Value>, String> {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(format!("field `{path}` is {}, expected an object", kind_of(&other))),
+    }
+}
+
+fn field(map: &mut Map<String, Value>, path: &str, name: &str) -> Result<Value, String> {
+    map.remove(name).ok_or_else(|| format!("field `{path}.{name}` is missing"))
+}
+
+fn no_other_fields(map: &Map<String, Value>, path: &str) -> Result<(), String> {
+    match map.keys().next() {
+        Some(unknown) => Err(format!("unknown field `{path}.{unknown}`")),
+        None => Ok(()),
+    }
+}
+
+fn count(value: &Value, path: &str) -> Result<usize, String> {
+    value.as_u64().map(|n| n as usize).ok_or_else(|| format!("field `{path}` is {}, expected a whole number", kind_of(value)))
+}
+
+fn float(value: &Value, path: &str) -> Result<f64, String> {
+    match value.as_f64() {
+        Some(x) if x.is_finite() => Ok(x),
+        _ => Err(format!("field `{path}` is {}, expected a finite number", kind_of(value))),
+    }
+}
+
+/// An array of finite f32 values; NaN and infinities are written by JSON encoders as `null`.
+fn numbers(value: Value, path: &str) -> Result<Vec<f32>, String> {
+    let Value::Array(items) = value else {
+        return Err(format!("field `{path}` is {}, expected an array of numbers", kind_of(&value)));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item.as_f64() {
+            Some(x) if (x as f32).is_finite() => Ok(x as f32),
+            _ => Err(format!("field `{path}[{i}]` is {}, expected a finite number", kind_of(item))),
+        })
+        .collect()
+}
+
+fn image_shape(value: Value, path: &str) -> Result<Option<(usize, usize)>, String> {
+    match &value {
+        Value::Null => Ok(None),
+        Value::Array(items) if items.len() == 2 => Ok(Some((count(&items[0], &format!("{path}[0]"))?, count(&items[1], &format!("{path}[1]"))?))),
+        _ => Err(format!("field `{path}` is {}, expected [rows, columns] or null", kind_of(&value))),
+    }
+}
+
+fn visible_units(value: &Value, path: &str) -> Result<VisibleUnits, String> {
+    serde_json::from_value(value.clone()).map_err(|_| format!("field `{path}` is {}, expected \"bernoulli\" or \"gaussian\"", kind_of(value)))
+}
+
+fn rbm(value: Value, path: &str) -> Result<Rbm, String> {
+    let mut map = object(value, path)?;
+    let units = match map.remove("visible_units") {
+        Some(units) => visible_units(&units, &format!("{path}.visible_units"))?,
+        None => VisibleUnits::Bernoulli,
+    };
+    let n_visible = count(&field(&mut map, path, "n_visible")?, &format!("{path}.n_visible"))?;
+    let n_hidden = count(&field(&mut map, path, "n_hidden")?, &format!("{path}.n_hidden"))?;
+    let weights = numbers(field(&mut map, path, "weights")?, &format!("{path}.weights"))?;
+    let visible_bias = numbers(field(&mut map, path, "visible_bias")?, &format!("{path}.visible_bias"))?;
+    let hidden_bias = numbers(field(&mut map, path, "hidden_bias")?, &format!("{path}.hidden_bias"))?;
+    no_other_fields(&map, path)?;
+    if n_visible == 0 || n_hidden == 0 {
+        return Err(format!("`{path}` has {n_visible} visible and {n_hidden} hidden units, expected at least one of each"));
+    }
+    let expect_len = |name: &str, found: usize, expected: usize, why: String| {
         if found == expected {
             Ok(())
         } else {
-            Err(fail(format!("field `rbm.{field}` has {found} values, expected {expected}")))
+            Err(format!("field `{path}.{name}` has {found} values, expected {expected} ({why})"))
         }
     };
-    expect_len("weights", rbm.weights.len(), rbm.n_visible * rbm.n_hidden)?;
-    expect_len("visible_bias", rbm.visible_bias.len(), rbm.n_visible)?;
-    expect_len("hidden_bias", rbm.hidden_bias.len(), rbm.n_hidden)?;
-    if let Some((rows, cols)) = saved.image_shape {
-        if rows * cols != rbm.n_visible {
-            return Err(fail(format!("field `image_shape` is {rows}×{cols}, which does not match {} visible units", rbm.n_visible)));
+    expect_len("weights", weights.len(), n_visible * n_hidden, format!("n_visible {n_visible} × n_hidden {n_hidden}"))?;
+    expect_len("visible_bias", visible_bias.len(), n_visible, "one per visible unit".into())?;
+    expect_len("hidden_bias", hidden_bias.len(), n_hidden, "one per hidden unit".into())?;
+    Ok(Rbm { visible_units: units, n_visible, n_hidden, weights, visible_bias, hidden_bias })
+}
+
+fn standardisation(value: Value) -> Result<Standardisation, String> {
+    let mut map = object(value, "standardisation")?;
+    let mean = numbers(field(&mut map, "standardisation", "mean")?, "standardisation.mean")?;
+    let sd = numbers(field(&mut map, "standardisation", "sd")?, "standardisation.sd")?;
+    no_other_fields(&map, "standardisation")?;
+    if let Some(i) = sd.iter().position(|&s| s < 0.0) {
+        return Err(format!("field `standardisation.sd[{i}]` is {}, expected a standard deviation (0 or more)", sd[i]));
+    }
+    Ok(Standardisation { mean, sd })
+}
+
+fn layer_training(value: Value, path: &str) -> Result<LayerTraining, String> {
+    let mut map = object(value, path)?;
+    let layer = count(&field(&mut map, path, "layer")?, &format!("{path}.layer"))?;
+    let epochs = count(&field(&mut map, path, "epochs")?, &format!("{path}.epochs"))?;
+    let stop_value = field(&mut map, path, "stop")?;
+    let names: Vec<String> = stop_reasons().into_iter().map(stop_reason_name).collect();
+    let stop = stop_reasons()
+        .into_iter()
+        .find(|&r| stop_value.as_str() == Some(stop_reason_name(r).as_str()))
+        .ok_or_else(|| format!("field `{path}.stop` is {}, expected one of {}", kind_of(&stop_value), names.join(", ")))?;
+    let init_error = float(&field(&mut map, path, "init_error")?, &format!("{path}.init_error"))?;
+    let final_error = float(&field(&mut map, path, "final_error")?, &format!("{path}.final_error"))?;
+    no_other_fields(&map, path)?;
+    Ok(LayerTraining { layer, epochs, stop, init_error, final_error })
+}
+
+/// Checks that the parts agree with each other: layers chain, lengths match the visible
+/// layer, the settings describe these layers.
+fn check_consistency(model: &SavedDbn) -> Result<(), String> {
+    let layers = &model.dbn.layers;
+    let first = layers.first().ok_or("field `layers` is empty, expected at least one layer")?;
+    for (i, pair) in layers.windows(2).enumerate() {
+        if pair[1].n_visible != pair[0].n_hidden {
+            return Err(format!(
+                "the layers do not chain: `layers[{}].n_visible` is {}, but `layers[{i}].n_hidden` is {} (each layer's visible units are the hidden units of the one below)",
+                i + 1,
+                pair[1].n_visible,
+                pair[0].n_hidden
+            ));
+        }
+        if pair[1].visible_units != VisibleUnits::Bernoulli {
+            return Err(format!("field `layers[{}].visible_units` is gaussian; only the first layer may have Gaussian visible units", i + 1));
         }
     }
-    if !rbm.is_finite() {
-        return Err(fail("the model holds NaN or infinite parameters".into()));
+    let n_visible = first.n_visible;
+    if let Some((rows, cols)) = model.image_shape {
+        if rows * cols != n_visible {
+            return Err(format!("field `image_shape` is {rows}×{cols}, which does not match the {n_visible} visible units of `layers[0]`"));
+        }
     }
-    Ok(saved)
+    if let Some(means) = &model.visible_means {
+        if means.len() != n_visible {
+            return Err(format!("field `visible_means` has {} values, expected {n_visible} (one per visible unit)", means.len()));
+        }
+    }
+    if let Some(s) = &model.standardisation {
+        if first.visible_units != VisibleUnits::Gaussian {
+            return Err("field `standardisation` is set, but `layers[0]` has bernoulli visible units (standardisation is for Gaussian ones)".into());
+        }
+        for (name, len) in [("mean", s.mean.len()), ("sd", s.sd.len())] {
+            if len != n_visible {
+                return Err(format!("field `standardisation.{name}` has {len} values, expected {n_visible} (one per visible unit)"));
+            }
+        }
+    }
+    if let Some(p) = &model.preprocessing {
+        if p.kept.len() != n_visible || p.kept_names.len() != n_visible || p.min.len() != n_visible || p.max.len() != n_visible || p.mean.len() != n_visible {
+            return Err(format!("field `preprocessing` describes {} inputs, expected {n_visible} (one per visible unit)", p.kept.len()));
+        }
+    }
+    let sizes: Vec<usize> = layers.iter().map(|l| l.n_hidden).collect();
+    if model.config.layers != sizes {
+        return Err(format!("field `config.layers` is {:?}, but the layers have {:?} hidden units", model.config.layers, sizes));
+    }
+    if model.config.rbm.visible_units != first.visible_units {
+        return Err(format!(
+            "field `config.rbm.visible_units` is {:?}, but `layers[0].visible_units` is {:?}",
+            model.config.rbm.visible_units, first.visible_units
+        ));
+    }
+    // Batch settings were checked against the training cases, which are not in the file.
+    model.config.validate(usize::MAX).map_err(|e| {
+        let path = if e.field == "layers" { "config.layers".to_string() } else { format!("config.rbm.{}", e.field) };
+        format!("field `{path}`: {}", e.message)
+    })?;
+    for (k, record) in model.training.iter().enumerate() {
+        if record.layer != k || k >= layers.len() {
+            return Err(format!("field `training[{k}].layer` is {}, expected {k} (one record per layer, bottom up)", record.layer));
+        }
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! Tiles many small grey images (filters, samples, digits) into one RGBA picture.
+//! Tiles many small grey images (filters, samples, digits) into one picture: RGBA for the
+//! page, one grey byte per pixel for PNG files.
 
 use serde::Serialize;
 
@@ -20,16 +21,56 @@ pub struct RgbaImage {
 
 /// `images` holds `count` images of `rows × cols`, each contiguous. Tiles are separated by
 /// a one-pixel gap and laid out `columns` to a row.
-pub fn tile(images: &[f32], count: usize, (rows, cols): (usize, usize), columns: usize, scaling: Scaling) -> RgbaImage {
-    let columns = columns.clamp(1, count.max(1));
-    let grid_rows = count.div_ceil(columns);
-    let width = columns * (cols + 1) + 1;
-    let height = grid_rows * (rows + 1) + 1;
-    let mut data = vec![0u8; width * height * 4];
+pub fn tile(images: &[f32], count: usize, shape: (usize, usize), columns: usize, scaling: Scaling) -> RgbaImage {
+    let grid = GridLayout::new(count, shape, columns);
+    let mut data = vec![0u8; grid.width * grid.height * 4];
     for px in data.chunks_exact_mut(4) {
         px.copy_from_slice(&[40, 40, 48, 255]);
     }
-    for k in 0..count {
+    paint_tiles(images, &grid, scaling, |at, grey| data[at * 4..at * 4 + 4].copy_from_slice(&[grey, grey, grey, 255]));
+    RgbaImage { width: grid.width, height: grid.height, data }
+}
+
+/// One byte per pixel, for PNG files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GreyImage {
+    pub width: usize,
+    pub height: usize,
+    /// Row-major, `width × height`.
+    pub pixels: Vec<u8>,
+}
+
+/// As [`tile`], in grey levels, with black gaps and frame: digits drawn white on black
+/// (grey = value × 255 for `Scaling::Unit`) stand out without a visible grid colour.
+pub fn tile_grey(images: &[f32], count: usize, shape: (usize, usize), columns: usize, scaling: Scaling) -> GreyImage {
+    let grid = GridLayout::new(count, shape, columns);
+    let mut pixels = vec![0u8; grid.width * grid.height];
+    paint_tiles(images, &grid, scaling, |at, grey| pixels[at] = grey);
+    GreyImage { width: grid.width, height: grid.height, pixels }
+}
+
+/// Where the tiles go: `columns` to a row (at most `count`), one-pixel gaps and frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridLayout {
+    pub count: usize,
+    pub tile_shape: (usize, usize),
+    pub columns: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl GridLayout {
+    pub fn new(count: usize, (rows, cols): (usize, usize), columns: usize) -> GridLayout {
+        let columns = columns.clamp(1, count.max(1));
+        let grid_rows = count.div_ceil(columns);
+        GridLayout { count, tile_shape: (rows, cols), columns, width: columns * (cols + 1) + 1, height: grid_rows * (rows + 1) + 1 }
+    }
+}
+
+/// Calls `put(pixel index, grey)` for every pixel of every tile.
+fn paint_tiles(images: &[f32], grid: &GridLayout, scaling: Scaling, mut put: impl FnMut(usize, u8)) {
+    let (rows, cols) = grid.tile_shape;
+    for k in 0..grid.count {
         let image = &images[k * rows * cols..(k + 1) * rows * cols];
         let (low, high) = match scaling {
             Scaling::Unit => (0.0, 1.0),
@@ -38,17 +79,14 @@ pub fn tile(images: &[f32], count: usize, (rows, cols): (usize, usize), columns:
                 (-max, max)
             }
         };
-        let (x0, y0) = ((k % columns) * (cols + 1) + 1, (k / columns) * (rows + 1) + 1);
+        let (x0, y0) = ((k % grid.columns) * (cols + 1) + 1, (k / grid.columns) * (rows + 1) + 1);
         for r in 0..rows {
             for c in 0..cols {
                 let v = ((image[r * cols + c] - low) / (high - low)).clamp(0.0, 1.0);
-                let grey = (v * 255.0).round() as u8;
-                let at = ((y0 + r) * width + x0 + c) * 4;
-                data[at..at + 4].copy_from_slice(&[grey, grey, grey, 255]);
+                put((y0 + r) * grid.width + x0 + c, (v * 255.0).round() as u8);
             }
         }
     }
-    RgbaImage { width, height, data }
 }
 
 /// The first `count` hidden units' weight vectors as `count` images (column `j` of W).
@@ -58,12 +96,5 @@ pub fn filters_of(weights: &[f32], n_visible: usize, n_hidden: usize, count: usi
     for j in 0..count {
         out.extend((0..n_visible).map(|i| weights[i * n_hidden + j]));
     }
-    out
-}
-
-/// Binary PGM (P5) of the grid's grey channel: viewable anywhere, no image crate needed.
-pub fn to_pgm(image: &RgbaImage) -> Vec<u8> {
-    let mut out = format!("P5\n{} {}\n255\n", image.width, image.height).into_bytes();
-    out.extend(image.data.chunks_exact(4).map(|px| px[0]));
     out
 }

@@ -6,6 +6,7 @@
 
 use super::config::{check_count, CdConfig, ConfigError};
 use super::contrastive_divergence::{CdTrainer, EpochReport};
+use super::monitor::{measure_epoch, EpochMetrics};
 use super::TrainError;
 use crate::backend::Backend;
 use crate::data::{CaseValues, Dataset};
@@ -21,11 +22,14 @@ pub struct StackConfig {
     pub rbm: CdConfig,
     /// Higher layers train on the propagated probabilities (on), or on samples of them.
     pub greedy_mean_field: bool,
+    /// Cases used for the per-epoch metrics (free energy, pseudo-likelihood, unit
+    /// statistics); 0 turns them off.
+    pub monitor_cases: usize,
 }
 
 impl Default for StackConfig {
     fn default() -> Self {
-        StackConfig { layers: vec![100], rbm: CdConfig::default(), greedy_mean_field: true }
+        StackConfig { layers: vec![100], rbm: CdConfig::default(), greedy_mean_field: true, monitor_cases: 1000 }
     }
 }
 
@@ -59,7 +63,7 @@ impl StackConfig {
 pub enum GreedyEvent {
     /// A layer's initialisation finished (trial scores for the page's chart).
     LayerStarted { layer: usize, trial_errors: Vec<f64>, best_trial: usize },
-    Epoch { layer: usize, report: EpochReport },
+    Epoch { layer: usize, report: EpochReport, metrics: Option<EpochMetrics> },
     LayerFinished { layer: usize },
     Finished,
 }
@@ -70,12 +74,21 @@ pub struct GreedyTrainer {
     current: Option<CdTrainer>,
     /// The current layer's training data (the raw data for layer 0).
     layer_data: Option<Dataset>,
+    /// Held-out cases as the current layer sees them.
+    held_out: Option<Dataset>,
 }
 
 impl GreedyTrainer {
     pub fn new(config: StackConfig, data: &Dataset) -> Result<Self, TrainError> {
         config.validate(data.n_cases).map_err(TrainError::Config)?;
-        Ok(GreedyTrainer { config, dbn: Dbn::default(), current: None, layer_data: None })
+        Ok(GreedyTrainer { config, dbn: Dbn::default(), current: None, layer_data: None, held_out: None })
+    }
+
+    /// Held-out cases for the train-versus-held-out free energy; they follow the training
+    /// data up the stack.
+    pub fn with_held_out(mut self, held_out: Dataset) -> Self {
+        self.held_out = Some(held_out);
+        self
     }
 
     pub fn finished(&self) -> bool {
@@ -105,12 +118,19 @@ impl GreedyTrainer {
                 self.current = Some(trainer);
                 Ok(event)
             }
-            Some(trainer) if !trainer.finished() => Ok(GreedyEvent::Epoch { layer, report: trainer.train_epoch(backend, layer_data)? }),
+            Some(trainer) if !trainer.finished() => {
+                let report = trainer.train_epoch(backend, layer_data)?;
+                let metrics = (self.config.monitor_cases > 0).then(|| {
+                    measure_epoch(backend, &trainer.rbm, layer_data, self.held_out.as_ref(), self.config.monitor_cases, trainer.config.seed ^ report.epoch as u64)
+                });
+                Ok(GreedyEvent::Epoch { layer, report, metrics })
+            }
             Some(_) => {
                 let mut rbm = self.current.take().expect("checked above").rbm;
                 sort_hidden_units_by_weight(&mut rbm);
                 if layer + 1 < self.config.layers.len() {
                     self.layer_data = Some(propagate_dataset(backend, &rbm, layer_data));
+                    self.held_out = self.held_out.as_ref().map(|held_out| propagate_dataset(backend, &rbm, held_out));
                 } else {
                     self.layer_data = None;
                 }

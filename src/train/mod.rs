@@ -5,6 +5,7 @@ pub mod config;
 pub mod contrastive_divergence;
 pub mod greedy;
 pub mod init;
+pub mod monitor;
 pub mod penalties;
 pub mod schedule;
 pub mod weights_update;

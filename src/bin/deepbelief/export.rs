@@ -1,0 +1,31 @@
+//! `deepbelief export`: a model's parameters as a NumPy .npz archive (see report::npz).
+
+use crate::output::Output;
+use clap::Args;
+use deepbelief::model::format::read_model;
+use deepbelief::report::npz::write_npz;
+use serde_json::json;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// Model folder (reads model.json) or model file.
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// The archive to write: W1 (visible × hidden), b1, c1, W2, b2, c2, …
+    #[arg(long, value_name = "FILE.npz")]
+    pub npz: PathBuf,
+    /// Print the final figures as one JSON object on the last line of standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: ExportArgs) -> Result<(), String> {
+    let output = Output { json: args.json };
+    let model = read_model(&args.model).map_err(|e| e.to_string())?;
+    write_npz(&args.npz, &model)?;
+    let shapes: Vec<String> = model.dbn.layers.iter().enumerate().map(|(k, l)| format!("W{} {}×{}", k + 1, l.n_visible, l.n_hidden)).collect();
+    output.text(&format!("wrote {} ({})", args.npz.display(), shapes.join(", ")));
+    output.finish(&json!({ "npz": args.npz.display().to_string(), "layers": model.dbn.sizes() }));
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Reading data files into what a model sees: IDX images (raw or gzip'd) or DEEP databases
+//! (text/CSV), scaled to [0, 1], then standardised for Gaussian visible units. Training fits
+//! the database scaling and the standardisation; evaluation and sampling reapply the ones
+//! saved in the model.
+
+use deepbelief::data::{self, Dataset, Preprocessing, Scaling};
+use deepbelief::model::format::{SavedDbn, Standardisation};
+use deepbelief::model::VisibleUnits;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What the training data section asks for.
+#[derive(Clone, Debug)]
+pub struct DataSpec {
+    pub train_images: PathBuf,
+    pub train_labels: Option<PathBuf>,
+    pub visible: VisibleUnits,
+    /// How database columns become inputs in [0, 1] (ignored for IDX images).
+    pub scaling: Scaling,
+    /// Database columns to use as inputs; all of them when `None`.
+    pub inputs: Option<Vec<String>>,
+}
+
+pub struct TrainingData {
+    /// What the first RBM trains on.
+    pub dataset: Dataset,
+    /// Per-input mean and standard deviation of the data in [0, 1], before standardisation.
+    pub raw_statistics: Standardisation,
+    pub standardisation: Option<Standardisation>,
+    pub preprocessing: Option<Preprocessing>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FileKind {
+    Idx,
+    Database,
+}
+
+/// IDX files start with the gzip magic or with two zero bytes and a type code; anything else
+/// is read as a DEEP text database.
+fn file_kind(path: &Path) -> Result<FileKind, String> {
+    let mut start = [0u8; 4];
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: cannot open the file ({e})", path.display()))?;
+    let read = file.read(&mut start).map_err(|e| format!("{}: cannot read the file ({e})", path.display()))?;
+    let start = &start[..read];
+    Ok(if start.starts_with(&[0x1f, 0x8b]) || start.starts_with(&[0, 0, 8]) { FileKind::Idx } else { FileKind::Database })
+}
+
+pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
+    let (raw, preprocessing) = match file_kind(&spec.train_images)? {
+        FileKind::Idx => {
+            if spec.inputs.is_some() {
+                return Err(format!("data.inputs (--inputs) names database columns, but {} is an IDX image file", spec.train_images.display()));
+            }
+            (data::load_idx_dataset(&spec.train_images, spec.train_labels.as_deref()).map_err(|e| e.to_string())?, None)
+        }
+        FileKind::Database => {
+            if let Some(labels) = &spec.train_labels {
+                return Err(format!(
+                    "data.train_labels (--train-labels) {} goes with IDX image files, but {} is a text database",
+                    labels.display(),
+                    spec.train_images.display()
+                ));
+            }
+            let db = data::read_database(&spec.train_images).map_err(|e| e.to_string())?;
+            let inputs: Vec<&str> = match &spec.inputs {
+                Some(names) => names.iter().map(String::as_str).collect(),
+                None => db.names.iter().map(String::as_str).collect(),
+            };
+            let (dataset, preprocessing) = data::dataset_from_database(&db, &inputs, &[], spec.scaling).map_err(|e| e.to_string())?;
+            (dataset, Some(preprocessing))
+        }
+    };
+    let raw_statistics = Standardisation::fit(&raw);
+    let (dataset, standardisation) = match spec.visible {
+        VisibleUnits::Bernoulli => (raw, None),
+        // Unit-variance Gaussian units model each input as N(b + Wh, 1): the data must be
+        // standardised for that variance to be right.
+        VisibleUnits::Gaussian => (raw_statistics.apply(&raw), Some(raw_statistics.clone())),
+    };
+    Ok(TrainingData { dataset, raw_statistics, standardisation, preprocessing })
+}
+
+/// `path` as the model's first layer sees it: the model's database scaling and
+/// standardisation applied. `flag` names the option the file came from, for errors.
+pub fn load_model_input(path: &Path, model: &SavedDbn, flag: &str) -> Result<Dataset, String> {
+    let dataset = match (file_kind(path)?, &model.preprocessing) {
+        (FileKind::Idx, None) => data::load_idx_dataset(path, None).map_err(|e| e.to_string())?,
+        (FileKind::Database, Some(preprocessing)) => {
+            let db = data::read_database(path).map_err(|e| e.to_string())?;
+            let all_columns: Vec<usize> = (0..db.n_vars()).collect();
+            preprocessing.apply(&db, &all_columns, &[]).map_err(|e| e.to_string())?
+        }
+        (FileKind::Idx, Some(_)) => return Err(format!("{flag} {}: an IDX image file, but the model was trained on a text database", path.display())),
+        (FileKind::Database, None) => return Err(format!("{flag} {}: a text database, but the model was trained on IDX images", path.display())),
+    };
+    let n_visible = model.dbn.layers[0].n_visible;
+    if dataset.n_inputs != n_visible {
+        return Err(format!(
+            "{flag} {}: {} inputs per case{}, but the model's visible layer has {n_visible} units",
+            path.display(),
+            dataset.n_inputs,
+            dataset.image_shape.map(|(r, c)| format!(" ({r}×{c} images)")).unwrap_or_default()
+        ));
+    }
+    Ok(match &model.standardisation {
+        Some(standardisation) => standardisation.apply(&dataset),
+        None => dataset,
+    })
+}
+
+/// At most `max` case indices spread evenly through `n` cases, so a sample of a data set
+/// ordered by class still sees every class.
+pub fn spread_cases(n: usize, max: usize) -> Vec<usize> {
+    let take = n.min(max);
+    (0..take).map(|k| k * n / take).collect()
+}

@@ -1,0 +1,79 @@
+//! `deepbelief`: train deep belief nets, sample from them, evaluate them, export their
+//! weights, and benchmark the engine, from the command line. One file per subcommand.
+//!
+//! Every command takes `--json`: the last line of standard output is then one JSON object
+//! with the command's final figures, and progress text goes to standard error.
+
+#[cfg(not(target_arch = "wasm32"))]
+mod backend_choice;
+#[cfg(not(target_arch = "wasm32"))]
+mod bench;
+#[cfg(not(target_arch = "wasm32"))]
+mod eval;
+#[cfg(not(target_arch = "wasm32"))]
+mod export;
+#[cfg(not(target_arch = "wasm32"))]
+mod gpu_check;
+#[cfg(not(target_arch = "wasm32"))]
+mod input;
+#[cfg(not(target_arch = "wasm32"))]
+mod output;
+#[cfg(not(target_arch = "wasm32"))]
+mod progress;
+#[cfg(not(target_arch = "wasm32"))]
+mod sample;
+#[cfg(not(target_arch = "wasm32"))]
+mod train;
+#[cfg(not(target_arch = "wasm32"))]
+mod train_settings;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod cli {
+    use clap::{Parser, Subcommand};
+
+    #[derive(Parser)]
+    #[command(name = "deepbelief", version, about = "Deep belief nets: train, sample, evaluate, export, benchmark")]
+    struct Cli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[derive(Subcommand)]
+    enum Command {
+        /// Train a stack of RBMs greedily, layer by layer; writes model.json, DEEP.LOG and
+        /// filters.png into --out.
+        Train(Box<super::train_settings::TrainArgs>),
+        /// Run Gibbs chains in a trained model's top RBM and save what they show as a PNG grid.
+        Sample(super::sample::SampleArgs),
+        /// Reconstruction error, free energy and the AIS log-likelihood of a model on data.
+        Eval(super::eval::EvalArgs),
+        /// Write a model's weights and biases to a NumPy .npz archive.
+        Export(super::export::ExportArgs),
+        /// Time one CD-1 training epoch on the CPU.
+        Bench(super::bench::BenchArgs),
+        /// Create a wgpu device, run a kernel and compare it with the CPU reference.
+        GpuCheck(super::gpu_check::GpuCheckArgs),
+    }
+
+    pub fn main() -> Result<(), String> {
+        match Cli::parse().command {
+            Command::Train(args) => super::train::run(*args),
+            Command::Sample(args) => super::sample::run(args),
+            Command::Eval(args) => super::eval::run(args),
+            Command::Export(args) => super::export::run(args),
+            Command::Bench(args) => super::bench::run(args),
+            Command::GpuCheck(args) => super::gpu_check::run(args),
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    if let Err(error) = cli::main() {
+        eprintln!("deepbelief: {error}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}

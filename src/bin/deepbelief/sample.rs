@@ -1,0 +1,110 @@
+//! `deepbelief sample`: Gibbs chains in the top RBM, seen at the pixels as a PNG grid.
+
+use crate::backend_choice::BackendChoice;
+use crate::input::load_model_input;
+use crate::output::Output;
+use clap::{Args, ValueEnum};
+use deepbelief::model::format::read_model;
+use deepbelief::report::image_grid::{tile_grey, Scaling};
+use deepbelief::report::png::write_grey_png;
+use deepbelief::sample::GenerativeChains;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// More chains than this would make a PNG few viewers open.
+const MAX_CHAINS: usize = 10_000;
+
+#[derive(Args, Debug)]
+pub struct SampleArgs {
+    /// Model folder (reads model.json) or model file.
+    #[arg(long, value_name = "DIR")]
+    pub model: PathBuf,
+    /// Number of chains, one tile each.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub count: usize,
+    /// Tiles per row.
+    #[arg(long, value_name = "C", default_value_t = 10)]
+    pub columns: usize,
+    /// Gibbs steps in the top RBM before the picture is taken.
+    #[arg(long, value_name = "S", default_value_t = 100)]
+    pub steps: usize,
+    /// Start from random top-layer states, or from data cases propagated up.
+    #[arg(long, value_enum, default_value_t = Start::Random)]
+    pub from: Start,
+    /// Cases to start from with --from data (spread evenly through the file).
+    #[arg(long, value_name = "FILE")]
+    pub images: Option<PathBuf>,
+    /// Seed of the random starts and the Gibbs sampling.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Compute backend (this build computes on the CPU).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
+    pub backend: BackendChoice,
+    /// The PNG to write.
+    #[arg(long, value_name = "FILE.png")]
+    pub out: PathBuf,
+    /// Print the final figures as one JSON object on the last line of standard output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Start {
+    Random,
+    Data,
+}
+
+pub fn run(args: SampleArgs) -> Result<(), String> {
+    let output = Output { json: args.json };
+    if !(1..=MAX_CHAINS).contains(&args.count) {
+        return Err(format!("--count is {}, expected 1 to {MAX_CHAINS} chains", args.count));
+    }
+    if args.columns == 0 {
+        return Err("--columns is 0, expected at least 1 tile per row".into());
+    }
+    let backend = args.backend.resolve()?;
+    let model = read_model(&args.model).map_err(|e| e.to_string())?;
+    let dbn = &model.dbn;
+    let mut chains = match (args.from, &args.images) {
+        (Start::Random, None) => GenerativeChains::from_random(dbn, backend.as_ref(), args.count, args.seed),
+        (Start::Data, Some(images)) => {
+            let data = load_model_input(images, &model, "--images")?;
+            // Spread through the file; with more chains than cases, cases start several chains.
+            let starts: Vec<usize> = (0..args.count).map(|k| k * data.n_cases / args.count).collect();
+            GenerativeChains::from_data(dbn, backend.as_ref(), &data, &starts, args.seed)
+        }
+        (Start::Data, None) => return Err("--from data needs --images FILE: the data cases the chains start from".into()),
+        (Start::Random, Some(_)) => return Err("--images is used only with --from data (the chains start from random states by default)".into()),
+    };
+    chains.advance(dbn, backend.as_ref(), args.steps);
+
+    let mut images = chains.images(dbn, backend.as_ref());
+    // Gaussian models work in standardised units; the picture is in pixels.
+    if let Some(standardisation) = &model.standardisation {
+        standardisation.restore_in_place(&mut images);
+    }
+    let n_visible = dbn.layers[0].n_visible;
+    let shape = model.image_shape.unwrap_or((1, n_visible));
+    let grid = tile_grey(&images, args.count, shape, args.columns, Scaling::Unit);
+    write_grey_png(&args.out, &grid)?;
+
+    let mean_intensity = grid.pixels.iter().map(|&p| p as f64).sum::<f64>() / grid.pixels.len() as f64 / 255.0;
+    output.text(&format!(
+        "{} chains, {} Gibbs steps from {} starts: wrote {} ({}×{} pixels)",
+        args.count,
+        args.steps,
+        if args.from == Start::Data { "data" } else { "random" },
+        args.out.display(),
+        grid.width,
+        grid.height
+    ));
+    output.finish(&json!({
+        "out": args.out.display().to_string(),
+        "count": args.count,
+        "steps": args.steps,
+        "width": grid.width,
+        "height": grid.height,
+        "mean_intensity": mean_intensity,
+    }));
+    Ok(())
+}

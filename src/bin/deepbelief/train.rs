@@ -1,0 +1,231 @@
+//! `deepbelief train`: greedy layer-wise training, then model.json, DEEP.LOG and filters.png.
+
+use crate::input::{load_training_data, spread_cases, TrainingData};
+use crate::output::Output;
+use crate::progress::Progress;
+use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
+use deepbelief::backend::Backend;
+use deepbelief::data::{Dataset, Preprocessing};
+use deepbelief::eval::hidden_unit_statistics;
+use deepbelief::model::format::{self, LayerTraining, SavedDbn};
+use deepbelief::report::deep_log::{stop_description, DataSummary, DeepLog, LayerLog, UnitActivity};
+use deepbelief::report::image_grid::{self, Scaling};
+use deepbelief::report::png::write_grey_png;
+use deepbelief::train::greedy::propagate_dataset;
+use deepbelief::train::{EpochReport, GreedyEvent, GreedyTrainer, StopReason, TrainError};
+use serde_json::json;
+use std::path::Path;
+
+/// Cases (spread through the data) on which each layer's reconstruction error before and
+/// after training and its hidden unit statistics are measured: enough for 4-digit figures,
+/// few enough that a 2000-unit layer's activations stay small.
+const MEASURED_CASES: usize = 10_000;
+
+/// First-layer filters drawn in filters.png.
+const FILTERS_SHOWN: usize = 100;
+const FILTER_COLUMNS: usize = 10;
+
+/// What one layer's training produced, for the log, the model file and the JSON.
+struct LayerOutcome {
+    trial_errors: Vec<f64>,
+    best_trial: usize,
+    init_error: f64,
+    final_error: f64,
+    epochs: Vec<EpochReport>,
+    stop: StopReason,
+    activity: Vec<UnitActivity>,
+}
+
+pub fn run(args: TrainArgs) -> Result<(), String> {
+    let settings = args.settings()?;
+    let output = Output { json: settings.json };
+    let backend = settings.backend.resolve()?;
+    let data = load_training_data(&settings.data)?;
+    let dataset = &data.dataset;
+    settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
+    std::fs::create_dir_all(&settings.out).map_err(|e| format!("{}: cannot create the output folder ({e})", settings.out.display()))?;
+    output.text(&format!(
+        "{}: {} cases of {} inputs; layers {:?}; {}",
+        dataset.name,
+        dataset.n_cases,
+        dataset.n_inputs,
+        settings.stack.layers,
+        backend.describe()
+    ));
+
+    let (trainer, outcomes) = train_layers(&settings, backend.as_ref(), dataset, output)?;
+    let model = SavedDbn {
+        image_shape: dataset.image_shape,
+        visible_means: Some(data.raw_statistics.mean.clone()),
+        standardisation: data.standardisation.clone(),
+        preprocessing: data.preprocessing.clone(),
+        config: settings.stack.clone(),
+        training: outcomes
+            .iter()
+            .enumerate()
+            .map(|(layer, o)| LayerTraining { layer, epochs: o.epochs.len(), stop: o.stop, init_error: o.init_error, final_error: o.final_error })
+            .collect(),
+        dbn: trainer.dbn,
+    };
+    let written = write_outputs(&settings, &data, &model, &outcomes, backend.as_ref())?;
+
+    let last = outcomes.last().expect("at least one layer");
+    output.text(&format!("wrote {}", written.join(", ")));
+    output.finish(&json!({
+        "recon_error": last.final_error,
+        "init_error": last.init_error,
+        "epochs": last.epochs.len(),
+        "stop": format::stop_reason_name(last.stop),
+        "layers": outcomes.iter().enumerate().map(|(layer, o)| json!({
+            "layer": layer,
+            "n_hidden": model.dbn.layers[layer].n_hidden,
+            "epochs": o.epochs.len(),
+            "stop": format::stop_reason_name(o.stop),
+            "init_error": o.init_error,
+            "recon_error": o.final_error,
+            "seconds": o.epochs.iter().map(|e| e.seconds).sum::<f64>(),
+        })).collect::<Vec<_>>(),
+        "out": settings.out.display().to_string(),
+    }));
+    Ok(())
+}
+
+/// Drives the trainer one step at a time, measuring each layer before and after on a
+/// fixed set of cases propagated alongside the trainer's own data.
+fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, Vec<LayerOutcome>), String> {
+    let n_layers = settings.stack.layers.len();
+    let mut trainer = GreedyTrainer::new(settings.stack.clone(), dataset).map_err(train_error)?;
+    let mut measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
+    let mut progress = Progress::new(output);
+    let mut outcomes: Vec<LayerOutcome> = Vec::new();
+    loop {
+        match trainer.step(backend, dataset).map_err(train_error)? {
+            GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
+                let initial = &trainer.current_trainer().expect("a layer has just started").rbm;
+                let init_error = initial.reconstruction_error(backend, &measured, usize::MAX);
+                outcomes.push(LayerOutcome {
+                    trial_errors,
+                    best_trial,
+                    init_error,
+                    final_error: f64::NAN,
+                    epochs: Vec::new(),
+                    stop: StopReason::MaxEpochs,
+                    activity: Vec::new(),
+                });
+                progress.layer_started(layer, n_layers, settings.stack.rbm.epochs);
+            }
+            GreedyEvent::Epoch { layer, report, metrics } => {
+                progress.epoch(layer, &report, metrics.as_ref());
+                let outcome = outcomes.last_mut().expect("epochs follow a layer start");
+                if let Some(stop) = report.stop {
+                    outcome.stop = stop;
+                }
+                outcome.epochs.push(report);
+            }
+            GreedyEvent::LayerFinished { layer } => {
+                let rbm = &trainer.dbn.layers[layer];
+                let outcome = outcomes.last_mut().expect("a layer finishes after it starts");
+                outcome.final_error = rbm.reconstruction_error(backend, &measured, usize::MAX);
+                outcome.activity = hidden_unit_statistics(backend, rbm, &measured, usize::MAX)
+                    .into_iter()
+                    .map(|s| UnitActivity { q_mean: s.mean_activation, q_sd: s.standard_deviation, skewness: s.skewness })
+                    .collect();
+                progress.layer_finished(
+                    layer,
+                    n_layers,
+                    format!(
+                        "{} epochs, reconstruction error {:.6} -> {:.6}; stopped: {}",
+                        outcome.epochs.len(),
+                        outcome.init_error,
+                        outcome.final_error,
+                        stop_description(outcome.stop, &settings.stack)
+                    ),
+                );
+                if layer + 1 < n_layers {
+                    measured = propagate_dataset(backend, rbm, &measured);
+                }
+            }
+            GreedyEvent::Finished => break,
+        }
+    }
+    Ok((trainer, outcomes))
+}
+
+fn train_error(error: TrainError) -> String {
+    match error {
+        TrainError::Config(e) => describe_config_error(e),
+        other => other.to_string(),
+    }
+}
+
+/// model.json, DEEP.LOG and filters.png; returns their paths.
+fn write_outputs(
+    settings: &TrainSettings,
+    data: &TrainingData,
+    model: &SavedDbn,
+    outcomes: &[LayerOutcome],
+    backend: &dyn Backend,
+) -> Result<Vec<String>, String> {
+    let write = |name: &str, bytes: &[u8]| {
+        let path = settings.out.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))?;
+        Ok::<String, String>(path.display().to_string())
+    };
+    let mut written = vec![write("model.json", format::to_json(model).as_bytes())?];
+
+    let log = DeepLog {
+        program: format!("deepbelief {}", env!("CARGO_PKG_VERSION")),
+        data: DataSummary {
+            train_file: settings.data.train_images.display().to_string(),
+            labels_file: settings.data.train_labels.as_ref().map(|p| p.display().to_string()),
+            n_cases: data.dataset.n_cases,
+            image_shape: data.dataset.image_shape,
+            input_means: data.raw_statistics.mean.clone(),
+            input_sds: data.raw_statistics.sd.clone(),
+            standardised: data.standardisation.is_some(),
+            preprocessing: data.preprocessing.as_ref().map(describe_preprocessing).unwrap_or_default(),
+        },
+        config: &model.config,
+        backend: backend.describe(),
+        layers: model
+            .dbn
+            .layers
+            .iter()
+            .zip(outcomes)
+            .map(|(rbm, o)| LayerLog {
+                rbm,
+                trial_errors: o.trial_errors.clone(),
+                best_trial: o.best_trial,
+                init_error: o.init_error,
+                final_error: o.final_error,
+                measured_cases: data.dataset.n_cases.min(MEASURED_CASES),
+                epochs: o.epochs.clone(),
+                stop: o.stop,
+                activity: o.activity.clone(),
+            })
+            .collect(),
+    };
+    written.push(write("DEEP.LOG", log.render().as_bytes())?);
+
+    let filters_path = settings.out.join("filters.png");
+    write_filters(&filters_path, model)?;
+    written.push(filters_path.display().to_string());
+    Ok(written)
+}
+
+fn describe_preprocessing(p: &Preprocessing) -> Vec<String> {
+    let mut lines = vec![format!("{:?} of {} input columns", p.scaling, p.kept.len())];
+    if !p.dropped_names.is_empty() {
+        lines.push(format!("dropped as constant: {}", p.dropped_names.join(", ")));
+    }
+    lines
+}
+
+/// The first layer's strongest filters, each scaled symmetrically so zero is mid-grey.
+fn write_filters(path: &Path, model: &SavedDbn) -> Result<(), String> {
+    let rbm = &model.dbn.layers[0];
+    let shape = model.image_shape.unwrap_or((1, rbm.n_visible));
+    let count = rbm.n_hidden.min(FILTERS_SHOWN);
+    let filters = image_grid::filters_of(&rbm.weights, rbm.n_visible, rbm.n_hidden, count);
+    write_grey_png(path, &image_grid::tile_grey(&filters, count, shape, FILTER_COLUMNS, Scaling::SymmetricPerTile))
+}
