@@ -47,6 +47,7 @@ $('settings').addEventListener('submit', (event) => {
         initial_momentum: 0.5, final_momentum: 0.9, weight_penalty: 0.0002, cd_k_start: 1, cd_k_end: 1,
         sparsity_penalty: 0, init_trials: 1,
       },
+      monitor_cases: 500,
     },
   });
 });
