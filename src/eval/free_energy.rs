@@ -33,7 +33,7 @@ fn visible_term(rbm: &Rbm, visible: &[f32]) -> f64 {
 /// `c + vW` come from the backend in f32; the sums are taken in f64.
 pub fn free_energy(backend: &dyn Backend, rbm: &Rbm, visible: &[f32]) -> Vec<f64> {
     assert!(rbm.n_visible > 0 && rbm.n_hidden > 0, "an RBM needs units on both sides");
-    assert!(visible.len() % rbm.n_visible == 0, "visible must hold whole cases");
+    assert!(visible.len().is_multiple_of(rbm.n_visible), "visible must hold whole cases");
     let rows = visible.len() / rbm.n_visible;
     let mut hidden_input = vec![0.0; rows * rbm.n_hidden];
     backend.visible_to_hidden(rbm.weights(), visible, &rbm.hidden_bias, Activation::Linear, &mut hidden_input);
