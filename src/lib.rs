@@ -5,8 +5,10 @@
 //! `sample` / `report` (Gibbs chains, image grids). `web` wraps it for a Web Worker.
 
 pub mod backend;
+pub mod bench;
 pub mod clock;
 pub mod data;
+pub mod eval;
 pub mod gpu;
 pub mod model;
 pub mod report;

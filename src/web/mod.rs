@@ -13,6 +13,9 @@ use crate::train::{GreedyTrainer, StackConfig};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
+mod bench;
+pub use bench::bench_cpu;
+
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
 

@@ -1,0 +1,194 @@
+//! CPU training throughput: CD-1 epochs through the real trainer and `CpuBackend`, plus a
+//! GEMM-only figure for the batch's product shape. Shared by the CLI (`deepbelief bench`) and
+//! the web page (`www/bench.html`), so native and wasm numbers measure the same code.
+//! `bench/run.mjs` compares them with NumPy and scikit-learn run on the same machine.
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{Activation, Backend, Weights};
+use crate::data::Dataset;
+use crate::rng::RngStream;
+use crate::train::{CdConfig, CdTrainer};
+use serde::Serialize;
+use std::sync::Mutex;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Median wall-clock seconds of one epoch over all cases (after one warm-up epoch).
+    pub cpu_epoch_s: f64,
+    /// Every timed epoch, in order.
+    pub epoch_runs_s: Vec<f64>,
+    /// GEMM work of an epoch (5 products of 2·rows·n_visible·n_hidden per batch) divided by
+    /// `cpu_epoch_s`: the whole epoch, sampling and updates included, as GFLOP/s.
+    pub gflops: f64,
+    /// `visible_to_hidden` alone on a `batch_size × n_visible × n_hidden` product (best of
+    /// several timed runs).
+    pub gemm_gflops: f64,
+    /// Where an epoch's time goes (mean over the timed epochs).
+    pub epoch_split_s: EpochSplit,
+    /// rayon threads the backend ran on.
+    pub threads: usize,
+    pub cases: usize,
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub batch_size: usize,
+    pub repeats: usize,
+    pub backend: String,
+    /// "native" or "wasm32".
+    pub target: String,
+}
+
+/// Seconds per epoch inside each backend call, and the rest: the trainer's own work
+/// (gathering cases, weight updates, statistics) between the calls.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EpochSplit {
+    pub visible_to_hidden: f64,
+    pub hidden_to_visible: f64,
+    pub accumulate_outer: f64,
+    /// Bernoulli and Gaussian sampling.
+    pub sampling: f64,
+    pub trainer: f64,
+}
+
+/// Floating-point operations of the five GEMMs of one CD-1 epoch (v→h, h→v, v→h, and the two
+/// outer products), each `2·rows·n_visible·n_hidden`.
+pub fn epoch_gemm_flops(cases: usize, n_visible: usize, n_hidden: usize) -> f64 {
+    10.0 * cases as f64 * n_visible as f64 * n_hidden as f64
+}
+
+/// Seconds from a fine clock: `performance.now()` in wasm, where `clock::now_seconds` (the
+/// JS `Date`) ticks in whole milliseconds, too coarse for one backend call.
+#[cfg(target_arch = "wasm32")]
+fn now() -> f64 {
+    use wasm_bindgen::JsCast;
+    thread_local! {
+        static PERFORMANCE_NOW: Option<(js_sys::Function, wasm_bindgen::JsValue)> = {
+            let performance = js_sys::Reflect::get(&js_sys::global(), &"performance".into()).ok().filter(|p| p.is_object());
+            performance.and_then(|p| Some((js_sys::Reflect::get(&p, &"now".into()).ok()?.dyn_into().ok()?, p)))
+        };
+    }
+    let milliseconds = PERFORMANCE_NOW.with(|n| n.as_ref().and_then(|(now, performance)| now.call0(performance).ok()?.as_f64()));
+    milliseconds.map_or_else(crate::clock::now_seconds, |ms| ms / 1e3)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn now() -> f64 {
+    crate::clock::now_seconds()
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    }
+}
+
+/// `CpuBackend`, adding up the time spent in each kind of call.
+struct TimedBackend {
+    /// visible_to_hidden, hidden_to_visible, accumulate_outer, sampling.
+    seconds: Mutex<[f64; 4]>,
+}
+
+impl TimedBackend {
+    fn timed<T>(&self, slot: usize, work: impl FnOnce() -> T) -> T {
+        let started = now();
+        let result = work();
+        self.seconds.lock().expect("timer")[slot] += now() - started;
+        result
+    }
+}
+
+impl Backend for TimedBackend {
+    fn describe(&self) -> String {
+        CpuBackend.describe()
+    }
+    fn visible_to_hidden(&self, w: Weights, visible: &[f32], bias: &[f32], activation: Activation, hidden: &mut [f32]) {
+        self.timed(0, || CpuBackend.visible_to_hidden(w, visible, bias, activation, hidden))
+    }
+    fn hidden_to_visible(&self, w: Weights, hidden: &[f32], bias: &[f32], activation: Activation, visible: &mut [f32]) {
+        self.timed(1, || CpuBackend.hidden_to_visible(w, hidden, bias, activation, visible))
+    }
+    fn accumulate_outer(&self, shape: (usize, usize), visible: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]) {
+        self.timed(2, || CpuBackend.accumulate_outer(shape, visible, hidden, scale, gradient))
+    }
+    fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]) {
+        self.timed(3, || CpuBackend.bernoulli(probabilities, stream, samples))
+    }
+    fn add_gaussian_noise(&self, values: &mut [f32], stream: RngStream) {
+        self.timed(3, || CpuBackend.add_gaussian_noise(values, stream))
+    }
+}
+
+/// Trains an `n_visible × n_hidden` RBM with plain CD-1 on `data` (`CdConfig::hinton()`:
+/// fixed learning rate and momentum, weight decay, mean-field reconstructions, seed 1):
+/// one warm-up epoch, then `repeats` timed epochs (at least 1), reporting their median.
+///
+/// Panics if `data` is empty or the settings are invalid (`n_hidden` or `batch_size` zero).
+pub fn bench_cpu_epoch(data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize) -> BenchReport {
+    let repeats = repeats.max(1);
+    let backend = TimedBackend { seconds: Mutex::new([0.0; 4]) };
+    let config = CdConfig { n_hidden, batch_size: Some(batch_size), epochs: repeats + 1, ..CdConfig::hinton() };
+    let mut trainer = CdTrainer::new(config, &CpuBackend, data).expect("benchmark settings and data");
+    let mut epoch = || {
+        let started = now();
+        trainer.train_epoch(&backend, data).expect("benchmark epoch");
+        now() - started
+    };
+    epoch();
+    *backend.seconds.lock().expect("timer") = [0.0; 4];
+    let epoch_runs_s: Vec<f64> = (0..repeats).map(|_| epoch()).collect();
+    let cpu_epoch_s = median(&epoch_runs_s);
+    let per_epoch = backend.seconds.lock().expect("timer").map(|s| s / repeats as f64);
+    let mean_epoch = epoch_runs_s.iter().sum::<f64>() / repeats as f64;
+    let n_visible = data.n_inputs;
+    BenchReport {
+        cpu_epoch_s,
+        epoch_runs_s,
+        gflops: epoch_gemm_flops(data.n_cases, n_visible, n_hidden) / cpu_epoch_s / 1e9,
+        gemm_gflops: bench_gemm(data, n_hidden, batch_size),
+        epoch_split_s: EpochSplit {
+            visible_to_hidden: per_epoch[0],
+            hidden_to_visible: per_epoch[1],
+            accumulate_outer: per_epoch[2],
+            sampling: per_epoch[3],
+            trainer: mean_epoch - per_epoch.iter().sum::<f64>(),
+        },
+        threads: rayon::current_num_threads(),
+        cases: data.n_cases,
+        n_visible,
+        n_hidden,
+        batch_size,
+        repeats,
+        backend: CpuBackend.describe(),
+        target: if cfg!(target_arch = "wasm32") { "wasm32" } else { "native" }.to_string(),
+    }
+}
+
+/// GFLOP/s of `visible_to_hidden` (linear) on the first `batch_size` cases of `data`, with
+/// small fixed weights: the best of 5 runs, each repeating the product for at least 0.1 s.
+pub fn bench_gemm(data: &Dataset, n_hidden: usize, batch_size: usize) -> f64 {
+    let n_visible = data.n_inputs;
+    let rows = batch_size.min(data.n_cases).max(1);
+    let cases: Vec<usize> = (0..rows).collect();
+    let mut visible = vec![0.0; rows * n_visible];
+    data.gather_into(&cases, &mut visible);
+    let weights: Vec<f32> = (0..n_visible * n_hidden).map(|k| ((k % 97) as f32 - 48.0) * 1e-3).collect();
+    let w = Weights { values: &weights, n_visible, n_hidden };
+    let bias = vec![0.0; n_hidden];
+    let mut hidden = vec![0.0; rows * n_hidden];
+    let mut product = || CpuBackend.visible_to_hidden(w, &visible, &bias, Activation::Linear, &mut hidden);
+    product();
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let (started, mut runs) = (now(), 0u32);
+        while runs == 0 || now() - started < 0.1 {
+            product();
+            runs += 1;
+        }
+        best = best.min((now() - started) / f64::from(runs));
+    }
+    2.0 * (rows * n_visible * n_hidden) as f64 / best / 1e9
+}
