@@ -100,8 +100,8 @@ fn convergence_tests_stop_training() {
 #[test]
 fn sparsity_estimate_and_penalty() {
     let mut estimate = SparsityEstimate::new(2);
-    // Two cases: unit 0 means 0.2, unit 1 means 0.9.
-    estimate.update(&[0.1, 0.8, 0.3, 1.0], 2);
+    // Batch means: unit 0 0.2, unit 1 0.9.
+    estimate.update(&[0.2, 0.9]);
     assert!(close(estimate.smoothed[0] as f64, 0.95 * 0.5 + 0.05 * 0.2));
     assert!(close(estimate.smoothed[1] as f64, 0.95 * 0.5 + 0.05 * 0.9));
     assert!(close(sparsity_derivative(0.2, 0.001, 0.1) as f64, 0.0001));

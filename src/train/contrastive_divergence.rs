@@ -235,7 +235,8 @@ impl CdTrainer {
 
         // Positive phase.
         backend.visible_to_hidden(weights, &b.visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.hidden);
-        self.sparsity.update(&b.hidden, rows);
+        let (mean_visible, mean_hidden) = (column_means(&b.visible, rows, nv), column_means(&b.hidden, rows, nh));
+        self.sparsity.update(&mean_hidden);
 
         // Negative chain: start from a hidden sample.
         match &self.persistent_chains {
@@ -273,18 +274,16 @@ impl CdTrainer {
         backend.accumulate_outer((nv, nh), &b.visible, &b.hidden, 1.0 / rows as f32, &mut b.gradient);
         backend.accumulate_outer((nv, nh), &b.chain_visible, &b.chain_hidden, -1.0 / chains as f32, &mut b.gradient);
         let sparsity_derivative = self.sparsity.derivative(self.config.sparsity_penalty, self.config.sparsity_target);
-        let mean_input = column_means(&b.visible, rows, nv);
         let step = WeightStep {
             learning_rate: self.rates.learning_rate,
             momentum: self.rates.momentum,
             weight_penalty: self.config.weight_penalty,
-            mean_input: &mean_input,
+            mean_input: &mean_visible,
             sparsity_derivative: &sparsity_derivative,
         };
         let update = update_weights(&mut self.rbm.weights, &mut self.velocity.weights, &mut b.gradient, self.previous_gradient.as_deref(), &step);
-        let visible_gradient: Vec<f32> =
-            column_means(&b.visible, rows, nv).iter().zip(column_means(&b.chain_visible, chains, nv)).map(|(p, n)| p - n).collect();
-        let hidden_gradient: Vec<f32> = column_means(&b.hidden, rows, nh)
+        let visible_gradient: Vec<f32> = mean_visible.iter().zip(column_means(&b.chain_visible, chains, nv)).map(|(p, n)| p - n).collect();
+        let hidden_gradient: Vec<f32> = mean_hidden
             .iter()
             .zip(column_means(&b.chain_hidden, chains, nh))
             .zip(&sparsity_derivative)

@@ -16,11 +16,9 @@ impl SparsityEstimate {
         SparsityEstimate { smoothed: vec![0.5; n_hidden] }
     }
 
-    /// `hidden` holds the batch's positive-phase hidden probabilities, `rows × n_hidden`.
-    pub fn update(&mut self, hidden: &[f32], rows: usize) {
-        let n_hidden = self.smoothed.len();
-        for (j, q) in self.smoothed.iter_mut().enumerate() {
-            let batch_mean = (0..rows).map(|r| hidden[r * n_hidden + j]).sum::<f32>() / rows as f32;
+    /// `batch_means` holds each hidden unit's mean positive-phase probability over the batch.
+    pub fn update(&mut self, batch_means: &[f32]) {
+        for (q, batch_mean) in self.smoothed.iter_mut().zip(batch_means) {
             *q = 0.95 * *q + 0.05 * batch_mean;
         }
     }

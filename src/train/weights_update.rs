@@ -38,17 +38,23 @@ pub fn update_weights(weights: &mut [f32], velocity: &mut [f32], gradient: &mut 
             let first_row = index * ROWS_PER_BLOCK;
             let previous = previous.map(|p| &p[index * block..index * block + g.len()]);
             let (mut dot, mut norm, mut previous_norm, mut max_increment) = (0.0f64, 0.0f64, 0.0f64, 0.0f32);
-            for (k, ((w, v), g)) in w.iter_mut().zip(v.iter_mut()).zip(g.iter_mut()).enumerate() {
-                let (i, j) = (first_row + k / n_hidden, k % n_hidden);
-                *g -= step.weight_penalty * *w + step.mean_input[i] * step.sparsity_derivative[j];
-                norm += (*g as f64).powi(2);
-                if let Some(p) = previous {
-                    dot += *g as f64 * p[k] as f64;
-                    previous_norm += (p[k] as f64).powi(2);
+            let rows = w.chunks_exact_mut(n_hidden).zip(v.chunks_exact_mut(n_hidden)).zip(g.chunks_exact_mut(n_hidden));
+            for (row, ((w, v), g)) in rows.enumerate() {
+                let mean_input = step.mean_input[first_row + row];
+                for j in 0..n_hidden {
+                    g[j] -= step.weight_penalty * w[j] + mean_input * step.sparsity_derivative[j];
+                    v[j] = step.momentum * v[j] + step.learning_rate * g[j];
+                    w[j] += v[j];
+                    norm += (g[j] as f64).powi(2);
+                    max_increment = max_increment.max(v[j].abs());
                 }
-                *v = step.momentum * *v + step.learning_rate * *g;
-                *w += *v;
-                max_increment = max_increment.max(v.abs());
+                if let Some(p) = previous {
+                    let p = &p[row * n_hidden..(row + 1) * n_hidden];
+                    for j in 0..n_hidden {
+                        dot += g[j] as f64 * p[j] as f64;
+                        previous_norm += (p[j] as f64).powi(2);
+                    }
+                }
             }
             (dot, norm, previous_norm, max_increment)
         })
