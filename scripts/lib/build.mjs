@@ -7,7 +7,7 @@ import { hashInputs, stampMatches, writeStamp } from './hash.mjs';
 import { makeMnistAsset } from '../make-mnist-asset.mjs';
 
 /** Inputs of a wasm build: a change in any of these triggers a rebuild. */
-const BUILD_INPUTS = ['Cargo.toml', 'Cargo.lock', 'src', 'shaders'];
+const BUILD_INPUTS = ['Cargo.toml', 'Cargo.lock', '.cargo', 'src', 'shaders'];
 
 // Threaded build flags (see /work/shared/TOOLCHAIN.md): atomics + shared
 // memory, and the TLS exports wasm-bindgen-rayon needs. They live only in the
