@@ -3,6 +3,13 @@
 //! and on WebGPU in headless Chromium. Each kernel family gets its own file here.
 
 pub mod affine_sigmoid;
+pub mod buffers;
+pub mod gemm;
+pub mod sample;
+pub mod shader;
+pub mod reduce;
+pub mod schedule;
+pub mod update;
 
 use serde::Serialize;
 

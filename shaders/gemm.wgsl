@@ -1,0 +1,481 @@
+// gemm.wgsl: tiled matrix product with a fused epilogue, for every product of an RBM layer.
+//
+//   C = alpha · op(A) · op(B)  [+ C if ACCUMULATE]  [+ bias per column]  [then sigmoid]
+//   S = (uniform(index_base + r·n + j) < C[r, j]) ? 1 : 0            [if SAMPLE]
+//
+// op(A) is m × k: A stored m × k (row stride lda), or with A_TRANS stored k × m (op(A) = Aᵀ).
+// op(B) is k × n: B stored k × n (row stride ldb), or with B_TRANS stored n × k (op(B) = Bᵀ).
+// C and S are m × n with row strides ldc and lds. All matrices are row-major f32, except A:
+// - A_U8: A holds bytes packed 4 per u32 (little-endian), value = byte / 255, strides and
+//   offsets counted in bytes (the first layer's pixels stay u8 on the device);
+// - A_GATHER: stored row s of A is the physical row order[order_offset + slot.row_shift + s]
+//   (the shuffled batch: the data never moves; the order buffer holds u32 case indices).
+// The RBM's products: hidden = v·W (NN), visible = h·Wᵀ (B_TRANS), gradient += alpha·vᵀ·h
+// (A_TRANS + ACCUMULATE). CPU reference: CpuBackend::{visible_to_hidden, hidden_to_visible,
+// accumulate_outer, bernoulli}; the samples use the Philox stream of shaders/philox.wgsl.
+//
+// Compile-time constants are prepended by src/gpu/shader.rs (this file is not standalone):
+//   BM, BN, BK     tile of C per workgroup (BM × BN) and depth of one k step
+//   TM, TN         outputs per invocation (TM × TN, each 4 or 8); WG_X = BN/TN, WG_Y = BM/TM
+//   A_TRANS, A_U8, A_GATHER, B_TRANS  operand layouts (bool)
+// Runtime options (flags): ACCUMULATE, BIAS, SIGMOID, SAMPLE, so one pipeline per layout
+// serves every epilogue.
+//
+// Tiling: each workgroup owns a BM × BN tile of C and walks k in steps of BK. Per step the
+// invocations copy a BM × BK slab of op(A) and a BK × BN slab of op(B) into workgroup memory
+// (k-major, as vec4 along m and n); the next step's global loads are issued into registers
+// before the current step's arithmetic (register double buffering). Invocation (tx, ty) owns
+// TM/4 groups of 4 rows (4·(ty + g·WG_Y) + 0..3) and TN/4 groups of 4 columns
+// (4·(tx + g·WG_X) + 0..3): every workgroup-memory read is a vec4, reads of B by neighbouring
+// invocations are contiguous (no bank conflicts), reads of A are broadcasts, and each
+// invocation's 4 adjacent columns share one Philox block when sampling.
+// Split k: with splits > 1, workgroup g computes tile g % tiles over k range
+// [s·k_chunk, (s + 1)·k_chunk), s = g / tiles, and stores its raw sums in `partials`; the
+// `finish` entry point then adds the splits in order and applies the epilogue. Small outputs
+// with long k (a 100 × 500 batch product with k = 784) get enough workgroups that way.
+// Grid: workgroups are numbered g = (wid.z · nwg.y + wid.y) · nwg.x + wid.x, tiles row-major
+// over tile rows × tile columns, so any count fits in the 65,535-per-dimension limit.
+// Edges: loads outside the matrices read 0 and stores outside them are skipped.
+
+const NT: u32 = WG_X * WG_Y;
+const LOADS_A: u32 = BM * BK / NT;
+const LOADS_B: u32 = BN * BK / NT;
+const_assert LOADS_A == 4u;
+const_assert LOADS_B == 4u || LOADS_B == 8u;
+
+const FLAG_ACCUMULATE: u32 = 1u;
+const FLAG_BIAS: u32 = 2u;
+const FLAG_SIGMOID: u32 = 4u;
+const FLAG_SAMPLE: u32 = 8u;
+
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    tiles_n: u32,
+    tiles_total: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    a_offset: u32,
+    b_offset: u32,
+    c_offset: u32,
+    bias_offset: u32,
+    order_offset: u32,
+    sample_offset: u32,
+    lds: u32,
+    flags: u32,
+    alpha: f32,
+    purpose: u32,
+    key: vec2<u32>,
+    step: vec2<u32>,
+    index_base: vec2<u32>,
+    splits: u32,
+    k_chunk: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+// Per-call values that a trainer changes every batch without new bind groups: one 256-byte
+// slot of a table, picked with a dynamic offset. Added to the Params' base values.
+struct Slot {
+    step: vec2<u32>,
+    row_shift: u32,
+    _pad: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<uniform> slot: Slot;
+@group(0) @binding(2) var<storage, read> a_data: array<u32>; // f32 bits, or 4 packed bytes
+@group(0) @binding(3) var<storage, read> b_data: array<f32>;
+@group(0) @binding(4) var<storage, read_write> c_data: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
+@group(0) @binding(6) var<storage, read_write> samples: array<f32>;
+@group(0) @binding(7) var<storage, read> order: array<u32>;
+@group(0) @binding(8) var<storage, read_write> partials: array<f32>; // splits × m × n, packed
+
+var<workgroup> a_tile: array<vec4<f32>, BK * BM / 4u>;
+var<workgroup> b_tile: array<vec4<f32>, BK * BN / 4u>;
+
+// byte / 255 rounded exactly like the CPU's `f32::from(b) / 255.0`, with integers only (float
+// tricks are not safe: WGSL division may be off by 2.5 ulp, and Vulkan compilers may reassociate
+// a residual correction away). In binary, b / 255 = 0.bbbbbbbb bbbbbbbb ... (the byte repeated),
+// so the 24 significant bits start at the byte's leading one: rotate the byte to put that one
+// first, repeat it, and round to nearest on the 25th bit (never a tie: the tail is nonzero).
+fn byte_to_unit(byte: u32) -> f32 {
+    if (byte == 0u || byte == 255u) {
+        return f32(byte) / 255.0; // exactly 0 or 1
+    }
+    let lz = countLeadingZeros(byte) - 24u;
+    let rotated = ((byte << lz) | (byte >> (8u - lz))) & 0xFFu;
+    let window = rotated * 0x01010101u;
+    let significand = (window >> 8u) + ((window >> 7u) & 1u);
+    return bitcast<f32>(((126u - lz) << 23u) | (significand & 0x7FFFFFu));
+}
+
+// Element (stored_row, col) of A as stored, gathered and converted.
+fn a_at(stored_row: u32, col: u32) -> f32 {
+    var row = stored_row;
+    if (A_GATHER) {
+        row = order[params.order_offset + slot.row_shift + stored_row];
+    }
+    let at = params.a_offset + row * params.lda + col;
+    if (A_U8) {
+        return byte_to_unit((a_data[at >> 2u] >> ((at & 3u) * 8u)) & 0xFFu);
+    }
+    return bitcast<f32>(a_data[at]);
+}
+
+// Loading one k step's slabs, op(A)[m0 .. m0 + BM, k0 .. k0 + BK] and
+// op(B)[k0 .. k0 + BK, n0 .. n0 + BN], zero outside the matrices (and beyond k_end): load
+// l = tid + s·NT of an invocation is slab element (row, k) chosen so that neighbouring
+// invocations read neighbouring addresses of the stored matrix. Loads are fetched four at a
+// time into a vec4 register (quad q: loads 4q .. 4q + 3) during the previous step's
+// arithmetic, then stashed into workgroup memory (k-major, vec4 along m and n).
+fn a_slot(l: u32) -> vec2<u32> { // (mm, kk)
+    if (A_TRANS) {
+        return vec2<u32>(l % BM, l / BM); // along a stored row of Aᵀ's storage
+    }
+    return vec2<u32>(l / BK, l % BK); // along a stored row of A
+}
+
+fn b_slot(l: u32) -> vec2<u32> { // (nn, kk)
+    if (B_TRANS) {
+        return vec2<u32>(l / BK, l % BK);
+    }
+    return vec2<u32>(l % BN, l / BN);
+}
+
+fn load_a(m0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
+    let at = a_slot(l);
+    let i = m0 + at.x;
+    let j = k0 + at.y;
+    if (i >= params.m || j >= k_end) {
+        return 0.0;
+    }
+    if (A_TRANS) {
+        return a_at(j, i);
+    }
+    return a_at(i, j);
+}
+
+fn load_b(n0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
+    let at = b_slot(l);
+    let j = n0 + at.x;
+    let i = k0 + at.y;
+    if (j >= params.n || i >= k_end) {
+        return 0.0;
+    }
+    if (B_TRANS) {
+        return b_data[params.b_offset + j * params.ldb + i];
+    }
+    return b_data[params.b_offset + i * params.ldb + j];
+}
+
+fn fetch_a(m0: u32, k0: u32, k_end: u32, tid: u32, q: u32) -> vec4<f32> {
+    let l = tid + 4u * q * NT;
+    return vec4<f32>(load_a(m0, k0, k_end, l), load_a(m0, k0, k_end, l + NT), load_a(m0, k0, k_end, l + 2u * NT), load_a(m0, k0, k_end, l + 3u * NT));
+}
+
+fn fetch_b(n0: u32, k0: u32, k_end: u32, tid: u32, q: u32) -> vec4<f32> {
+    let l = tid + 4u * q * NT;
+    return vec4<f32>(load_b(n0, k0, k_end, l), load_b(n0, k0, k_end, l + NT), load_b(n0, k0, k_end, l + 2u * NT), load_b(n0, k0, k_end, l + 3u * NT));
+}
+
+fn put_a(l: u32, value: f32) {
+    let at = a_slot(l);
+    a_tile[at.y * (BM / 4u) + at.x / 4u][at.x % 4u] = value;
+}
+
+fn put_b(l: u32, value: f32) {
+    let at = b_slot(l);
+    b_tile[at.y * (BN / 4u) + at.x / 4u][at.x % 4u] = value;
+}
+
+fn stash_a(tid: u32, q: u32, v: vec4<f32>) {
+    let l = tid + 4u * q * NT;
+    put_a(l, v.x);
+    put_a(l + NT, v.y);
+    put_a(l + 2u * NT, v.z);
+    put_a(l + 3u * NT, v.w);
+}
+
+fn stash_b(tid: u32, q: u32, v: vec4<f32>) {
+    let l = tid + 4u * q * NT;
+    put_b(l, v.x);
+    put_b(l + NT, v.y);
+    put_b(l + 2u * NT, v.z);
+    put_b(l + 3u * NT, v.w);
+}
+
+// A 4 × 4 block of accumulators: row i of the block is a vec4 over 4 adjacent columns. Kept
+// as a struct of vectors, never an array, so that no compiler is tempted to put the
+// accumulators in addressable (local) memory.
+struct Block {
+    r0: vec4<f32>,
+    r1: vec4<f32>,
+    r2: vec4<f32>,
+    r3: vec4<f32>,
+}
+
+// acc += a ⊗ b: a holds 4 rows' values at one k, b 4 columns' values at the same k.
+fn outer_add(acc: Block, a: vec4<f32>, b: vec4<f32>) -> Block {
+    return Block(acc.r0 + a.x * b, acc.r1 + a.y * b, acc.r2 + a.z * b, acc.r3 + a.w * b);
+}
+
+fn sigmoid(x: vec4<f32>) -> vec4<f32> {
+    // The CPU reference clamps exp's argument to [-87, 88] too.
+    return 1.0 / (1.0 + exp(clamp(-x, vec4<f32>(-87.0), vec4<f32>(88.0))));
+}
+
+fn c_get(at: u32, lane: u32, lanes: u32) -> f32 {
+    if (lane < lanes) {
+        return c_data[at + lane];
+    }
+    return 0.0;
+}
+
+fn bias_get(at: u32, lane: u32, lanes: u32) -> f32 {
+    if (lane < lanes) {
+        return bias[at + lane];
+    }
+    return 0.0;
+}
+
+// The epilogue for C[r, c0 .. c0 + 4] (clipped to the matrix) from the accumulated products.
+fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
+    if (r >= params.m || c0 >= params.n) {
+        return;
+    }
+    let flags = params.flags;
+    let lanes = min(4u, params.n - c0);
+    let c_at = params.c_offset + r * params.ldc + c0;
+    var v = acc * params.alpha;
+    if ((flags & FLAG_ACCUMULATE) != 0u) {
+        v = v + vec4<f32>(c_get(c_at, 0u, lanes), c_get(c_at, 1u, lanes), c_get(c_at, 2u, lanes), c_get(c_at, 3u, lanes));
+    }
+    if ((flags & FLAG_BIAS) != 0u) {
+        let b_at = params.bias_offset + c0;
+        v = v + vec4<f32>(bias_get(b_at, 0u, lanes), bias_get(b_at, 1u, lanes), bias_get(b_at, 2u, lanes), bias_get(b_at, 3u, lanes));
+    }
+    if ((flags & FLAG_SIGMOID) != 0u) {
+        v = sigmoid(v);
+    }
+    c_data[c_at] = v.x;
+    if (lanes > 1u) {
+        c_data[c_at + 1u] = v.y;
+    }
+    if (lanes > 2u) {
+        c_data[c_at + 2u] = v.z;
+    }
+    if (lanes > 3u) {
+        c_data[c_at + 3u] = v.w;
+    }
+    if ((flags & FLAG_SAMPLE) != 0u) {
+        // Stream indices e .. e + 3, e = index_base + r·n + c0: lanes (e & 3) .. 3 of block
+        // e >> 2 and, when e is not a multiple of 4, the first lanes of the next block.
+        let e = add_u64(params.index_base, vec2<u32>(r * params.n + c0, 0u));
+        let group = vec2<u32>((e.x >> 2u) | (e.y << 30u), e.y >> 2u);
+        let first = e.x & 3u;
+        let block0 = philox_block(params.key, step.x, step.y, params.purpose, group.x, group.y);
+        var bits = block0;
+        if (first != 0u && first + lanes > 4u) {
+            let next = add_u64(group, vec2<u32>(1u, 0u));
+            let block1 = philox_block(params.key, step.x, step.y, params.purpose, next.x, next.y);
+            switch (first) {
+                case 1u: { bits = vec4<u32>(block0.yzw, block1.x); }
+                case 2u: { bits = vec4<u32>(block0.zw, block1.xy); }
+                default: { bits = vec4<u32>(block0.w, block1.xyz); }
+            }
+        } else {
+            switch (first) {
+                case 1u: { bits = vec4<u32>(block0.yzw, 0u); }
+                case 2u: { bits = vec4<u32>(block0.zw, 0u, 0u); }
+                case 3u: { bits = vec4<u32>(block0.w, 0u, 0u, 0u); }
+                default: {}
+            }
+        }
+        let u = vec4<f32>(bits >> vec4<u32>(8u)) * (1.0 / 16777216.0);
+        let sample = select(vec4<f32>(0.0), vec4<f32>(1.0), u < v);
+        let s_at = params.sample_offset + r * params.lds + c0;
+        samples[s_at] = sample.x;
+        if (lanes > 1u) {
+            samples[s_at + 1u] = sample.y;
+        }
+        if (lanes > 2u) {
+            samples[s_at + 2u] = sample.z;
+        }
+        if (lanes > 3u) {
+            samples[s_at + 3u] = sample.w;
+        }
+    }
+}
+
+fn finish_block(acc: Block, r0: u32, c0: u32, step: vec2<u32>) {
+    finish_row(acc.r0, r0, c0, step);
+    finish_row(acc.r1, r0 + 1u, c0, step);
+    finish_row(acc.r2, r0 + 2u, c0, step);
+    finish_row(acc.r3, r0 + 3u, c0, step);
+}
+
+// A split-k workgroup's raw sums for C[r0 .. r0 + 4, c0 .. c0 + 4] into its slice of partials.
+fn store_partial(acc: Block, split: u32, r0: u32, c0: u32) {
+    let mn = params.m * params.n;
+    let lanes = min(4u, params.n - min(c0, params.n));
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let r = r0 + i;
+        if (r >= params.m || lanes == 0u) {
+            continue;
+        }
+        var v = acc.r0;
+        switch (i) {
+            case 1u: { v = acc.r1; }
+            case 2u: { v = acc.r2; }
+            case 3u: { v = acc.r3; }
+            default: {}
+        }
+        let at = split * mn + r * params.n + c0;
+        partials[at] = v.x;
+        if (lanes > 1u) {
+            partials[at + 1u] = v.y;
+        }
+        if (lanes > 2u) {
+            partials[at + 2u] = v.z;
+        }
+        if (lanes > 3u) {
+            partials[at + 3u] = v.w;
+        }
+    }
+}
+
+@compute @workgroup_size(WG_X, WG_Y)
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+) {
+    // Workgroup g computes tile g % tiles_total over the k range of split g / tiles_total.
+    let g = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
+    if (g >= params.tiles_total * params.splits) {
+        return;
+    }
+    let tile = g % params.tiles_total;
+    let split = g / params.tiles_total;
+    let k_begin = split * params.k_chunk;
+    let k_end = min(params.k, k_begin + params.k_chunk);
+    let m0 = (tile / params.tiles_n) * BM;
+    let n0 = (tile % params.tiles_n) * BN;
+    let tx = lid.x;
+    let ty = lid.y;
+    let tid = ty * WG_X + tx;
+
+    // Accumulators: c00 always; c01 (columns + 4·WG_X) when TN = 8, c10 (rows + 4·WG_Y) when
+    // TM = 8, c11 when both. The unused ones are dead code for the compiler.
+    let zero = Block(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
+    var c00 = zero;
+    var c01 = zero;
+    var c10 = zero;
+    var c11 = zero;
+
+    // Register double buffering: the next step's global loads are issued before this step's
+    // arithmetic. Every tiling has 4 loads of A and 4 or 8 of B per invocation and step.
+    var next_a = fetch_a(m0, k_begin, k_end, tid, 0u);
+    var next_b0 = fetch_b(n0, k_begin, k_end, tid, 0u);
+    var next_b1 = vec4<f32>(0.0);
+    if (LOADS_B == 8u) {
+        next_b1 = fetch_b(n0, k_begin, k_end, tid, 1u);
+    }
+    for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
+        stash_a(tid, 0u, next_a);
+        stash_b(tid, 0u, next_b0);
+        if (LOADS_B == 8u) {
+            stash_b(tid, 1u, next_b1);
+        }
+        workgroupBarrier();
+        let k_next = k0 + BK;
+        if (k_next < k_end) {
+            next_a = fetch_a(m0, k_next, k_end, tid, 0u);
+            next_b0 = fetch_b(n0, k_next, k_end, tid, 0u);
+            if (LOADS_B == 8u) {
+                next_b1 = fetch_b(n0, k_next, k_end, tid, 1u);
+            }
+        }
+        for (var kk = 0u; kk < BK; kk = kk + 1u) {
+            let a0 = a_tile[kk * (BM / 4u) + ty];
+            let b0 = b_tile[kk * (BN / 4u) + tx];
+            c00 = outer_add(c00, a0, b0);
+            if (TN == 8u) {
+                let b1 = b_tile[kk * (BN / 4u) + tx + WG_X];
+                c01 = outer_add(c01, a0, b1);
+                if (TM == 8u) {
+                    let a1 = a_tile[kk * (BM / 4u) + ty + WG_Y];
+                    c11 = outer_add(c11, a1, b1);
+                }
+            }
+            if (TM == 8u) {
+                let a1 = a_tile[kk * (BM / 4u) + ty + WG_Y];
+                c10 = outer_add(c10, a1, b0);
+            }
+        }
+        workgroupBarrier();
+    }
+
+    let r0 = m0 + 4u * ty;
+    let c0 = n0 + 4u * tx;
+    if (params.splits > 1u) {
+        store_partial(c00, split, r0, c0);
+        if (TN == 8u) {
+            store_partial(c01, split, r0, c0 + 4u * WG_X);
+        }
+        if (TM == 8u) {
+            store_partial(c10, split, r0 + 4u * WG_Y, c0);
+            if (TN == 8u) {
+                store_partial(c11, split, r0 + 4u * WG_Y, c0 + 4u * WG_X);
+            }
+        }
+        return;
+    }
+    let step = add_u64(params.step, slot.step);
+    finish_block(c00, r0, c0, step);
+    if (TN == 8u) {
+        finish_block(c01, r0, c0 + 4u * WG_X, step);
+    }
+    if (TM == 8u) {
+        finish_block(c10, r0 + 4u * WG_Y, c0, step);
+        if (TN == 8u) {
+            finish_block(c11, r0 + 4u * WG_Y, c0 + 4u * WG_X, step);
+        }
+    }
+}
+
+fn partial_get(at: u32, lane: u32, lanes: u32) -> f32 {
+    if (lane < lanes) {
+        return partials[at + lane];
+    }
+    return 0.0;
+}
+
+// Split-k's second pass: invocation t sums the splits' partials of C[r, c0 .. c0 + 4] in split
+// order (deterministic) and applies the epilogue.
+@compute @workgroup_size(256)
+fn finish(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let t = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * 256u + local;
+    let quads = (params.n + 3u) / 4u;
+    if (t >= params.m * quads) {
+        return;
+    }
+    let r = t / quads;
+    let c0 = (t % quads) * 4u;
+    let lanes = min(4u, params.n - c0);
+    let mn = params.m * params.n;
+    var acc = vec4<f32>(0.0);
+    for (var split = 0u; split < params.splits; split = split + 1u) {
+        let at = split * mn + r * params.n + c0;
+        acc = acc + vec4<f32>(partial_get(at, 0u, lanes), partial_get(at, 1u, lanes), partial_get(at, 2u, lanes), partial_get(at, 3u, lanes));
+    }
+    finish_row(acc, r, c0, add_u64(params.step, slot.step));
+}

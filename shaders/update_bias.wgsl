@@ -1,0 +1,155 @@
+// update_bias.wgsl: the bias half of a CD batch's update, fused with the column means it
+// needs and (hidden side) the sparsity estimate. Rates come from the device `TrainState`
+// (prepended from schedule_state.wgsl). CPU reference: contrastive_divergence.rs::
+// train_batch (column_means, update_bias) and penalties.rs (SparsityEstimate::update,
+// sparsity_derivative). All buffers row-major f32.
+//
+// visible_bias_step, over the nv visible columns:
+//     mean_input ← mean(v0);  g = mean(v0) − mean(vk);  v = m·v + lr·g;  b += v
+// hidden_bias_step, over the nh hidden columns:
+//     m0 = mean(h0);  q ← 0.95 q + 0.05 m0;  d = sparsity_derivative(q)  (→ sparsity_out)
+//     g = (m0 − mean(hk)) − d;  v = m·v + lr·g;  c += v
+//
+// Column means: workgroup (8 columns, 32 row lanes), grid ceil(width / 8). Lane l sums the
+// rows [l·c, l·c + c), c = ceil(rows / 32), in four interleaved accumulators (row
+// start + 4m + q into q; rows past the last full four into the first) combined as
+// (a0 + a1) + (a2 + a3); the 32 lane sums are then combined by the tree
+// lane[l] += lane[l + s], s = 16 .. 1, and divided by the row count (exactly as reduce.wgsl's
+// column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
+// throughout; the CPU sums all rows in order in f32, so the two agree to a few ulp·rows.
+//
+// bindings: 0 dims (uniform BiasDims: rows of the data batch, chains = rows of the negative
+// batch, width), grid ceil(width / 8), 1 state (uniform TrainState), 2 positive (read, rows × width: v0 or h0),
+// 3 negative (read, chains × width: vk or hk), 4 bias (rw, width), 5 bias_velocity (rw, width),
+// 6 column_state (rw, width: visible: mean(v0) is written there, the weight update's
+// mean_input; hidden: the smoothed estimate q, read and written),
+// 7 sparsity_out (rw, nh; hidden only: d for the weight update).
+//
+// Run both before update.wgsl's update_weights (which reads mean_input and d) and before the
+// schedule kernel (which changes the rates).
+
+struct BiasDims {
+    rows: u32,
+    chains: u32,
+    width: u32,
+    _pad: u32,
+}
+
+const COLS: u32 = 8u;
+const LANES: u32 = 32u;
+const SATURATION_LOW: f32 = 0.01f;
+const SATURATION_HIGH: f32 = 0.99f;
+
+@group(0) @binding(0) var<uniform> dims: BiasDims;
+@group(0) @binding(1) var<uniform> state: TrainState;
+@group(0) @binding(2) var<storage, read> positive: array<f32>;
+@group(0) @binding(3) var<storage, read> negative: array<f32>;
+@group(0) @binding(4) var<storage, read_write> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> bias_velocity: array<f32>;
+@group(0) @binding(6) var<storage, read_write> column_state: array<f32>;
+@group(0) @binding(7) var<storage, read_write> sparsity_out: array<f32>;
+
+var<workgroup> lane_positive: array<f32, 256>;
+var<workgroup> lane_negative: array<f32, 256>;
+
+fn lane_rows(rows: u32, lane: u32) -> vec2<u32> {
+    let chunk = (rows + LANES - 1u) / LANES;
+    let start = min(lane * chunk, rows);
+    return vec2<u32>(start, min(start + chunk, rows));
+}
+
+fn lane_sum_positive(col: u32, lane: u32) -> f32 {
+    let width = dims.width;
+    let range = lane_rows(dims.rows, lane);
+    var a = vec4<f32>(0.0, 0.0, 0.0, 0.0);
+    var r = range.x;
+    for (; r + 4u <= range.y; r = r + 4u) {
+        a = a + vec4<f32>(positive[r * width + col], positive[(r + 1u) * width + col], positive[(r + 2u) * width + col], positive[(r + 3u) * width + col]);
+    }
+    for (; r < range.y; r = r + 1u) {
+        a.x = a.x + positive[r * width + col];
+    }
+    return (a.x + a.y) + (a.z + a.w);
+}
+
+fn lane_sum_negative(col: u32, lane: u32) -> f32 {
+    let width = dims.width;
+    let range = lane_rows(dims.chains, lane);
+    var a = vec4<f32>(0.0, 0.0, 0.0, 0.0);
+    var r = range.x;
+    for (; r + 4u <= range.y; r = r + 4u) {
+        a = a + vec4<f32>(negative[r * width + col], negative[(r + 1u) * width + col], negative[(r + 2u) * width + col], negative[(r + 3u) * width + col]);
+    }
+    for (; r < range.y; r = r + 1u) {
+        a.x = a.x + negative[r * width + col];
+    }
+    return (a.x + a.y) + (a.z + a.w);
+}
+
+// Column means of positive and negative for this workgroup's columns; the results are in
+// lane_positive[lx] and lane_negative[lx] (lane 0's slots) after the call. Every invocation
+// of the workgroup must call it (it holds barriers).
+fn column_means(col: u32, lx: u32, lane: u32) {
+    var sp = 0.0f;
+    var sn = 0.0f;
+    if (col < dims.width) {
+        sp = lane_sum_positive(col, lane);
+        sn = lane_sum_negative(col, lane);
+    }
+    lane_positive[lane * COLS + lx] = sp;
+    lane_negative[lane * COLS + lx] = sn;
+    workgroupBarrier();
+    for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
+        if (lane < s) {
+            lane_positive[lane * COLS + lx] = lane_positive[lane * COLS + lx] + lane_positive[(lane + s) * COLS + lx];
+            lane_negative[lane * COLS + lx] = lane_negative[lane * COLS + lx] + lane_negative[(lane + s) * COLS + lx];
+        }
+        workgroupBarrier();
+    }
+    if (lane == 0u) {
+        lane_positive[lx] = lane_positive[lx] / f32(dims.rows);
+        lane_negative[lx] = lane_negative[lx] / f32(dims.chains);
+    }
+}
+
+// Exactly penalties.rs::sparsity_derivative (f32, same operation order).
+fn sparsity_derivative(q: f32, penalty: f32, goal: f32) -> f32 {
+    var d = penalty * (q - goal);
+    if (q < SATURATION_LOW) {
+        d = d + penalty * (q - SATURATION_LOW) / SATURATION_LOW;
+    } else if (q > SATURATION_HIGH) {
+        d = d + penalty * (q - SATURATION_HIGH) / (1.0f - SATURATION_HIGH);
+    }
+    return d;
+}
+
+@compute @workgroup_size(8, 32)
+fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wid.x * COLS + lid.x;
+    column_means(col, lid.x, lid.y);
+    if (lid.y == 0u && col < dims.width) {
+        let m0 = lane_positive[lid.x];
+        column_state[col] = m0;
+        let g = m0 - lane_negative[lid.x];
+        let v = state.momentum * bias_velocity[col] + state.learning_rate * g;
+        bias_velocity[col] = v;
+        bias[col] = bias[col] + v;
+    }
+}
+
+@compute @workgroup_size(8, 32)
+fn hidden_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wid.x * COLS + lid.x;
+    column_means(col, lid.x, lid.y);
+    if (lid.y == 0u && col < dims.width) {
+        let m0 = lane_positive[lid.x];
+        let q = 0.95f * column_state[col] + 0.05f * m0;
+        column_state[col] = q;
+        let d = sparsity_derivative(q, state.sparsity_penalty, state.sparsity_target);
+        sparsity_out[col] = d;
+        let g = m0 - lane_negative[lid.x] - d;
+        let v = state.momentum * bias_velocity[col] + state.learning_rate * g;
+        bias_velocity[col] = v;
+        bias[col] = bias[col] + v;
+    }
+}

@@ -1,0 +1,133 @@
+//! Assembles kernels from `shaders/*.wgsl` and caches their pipelines.
+//!
+//! A kernel's source is: generated `const` declarations (its compile-time variant: tile sizes,
+//! operand layouts), the kernel file, and, when it draws random numbers, the Philox snippet
+//! `shaders/philox.wgsl`. Text constants rather than WGSL overrides, because workgroup-memory
+//! array sizes and `@workgroup_size` must follow them, which override support in the
+//! WGSL compilers of the day does not cover everywhere.
+//!
+//! [`PipelineCache`] compiles each variant once per device, on first use, against one
+//! explicit bind-group layout shared by all variants of a kernel family, so bind groups are
+//! built the same way whichever variant runs.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+
+/// The Philox4x32-10 snippet (`uniform`, `philox_block`, `add_u64`, ...).
+pub const PHILOX: &str = include_str!("../../shaders/philox.wgsl");
+
+/// A compile-time constant prepended to a kernel source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Const {
+    U32(u32),
+    Bool(bool),
+}
+
+/// `const NAME: type = value;` lines, then `source`, then the Philox snippet if asked for.
+pub fn assemble(source: &str, constants: &[(&str, Const)], philox: bool) -> String {
+    let mut text = String::with_capacity(source.len() + if philox { PHILOX.len() } else { 0 } + 64 * constants.len());
+    for (name, value) in constants {
+        match value {
+            Const::U32(v) => writeln!(text, "const {name}: u32 = {v}u;"),
+            Const::Bool(v) => writeln!(text, "const {name}: bool = {v};"),
+        }
+        .expect("writing to a String");
+    }
+    text.push('\n');
+    text.push_str(source);
+    if philox {
+        text.push('\n');
+        text.push_str(PHILOX);
+    }
+    text
+}
+
+/// Compute pipelines of one kernel family (one bind-group layout), built once per variant.
+pub struct PipelineCache {
+    label: &'static str,
+    layout: wgpu::PipelineLayout,
+    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+}
+
+impl PipelineCache {
+    pub fn new(device: &wgpu::Device, label: &'static str, bind_group_layout: &wgpu::BindGroupLayout) -> Self {
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &[Some(bind_group_layout)],
+            immediate_size: 0,
+        });
+        PipelineCache { label, layout, pipelines: Mutex::new(HashMap::new()) }
+    }
+
+    /// The pipeline for `entry_point` of the variant named `key`; `source` builds its WGSL the
+    /// first time only.
+    pub fn get(&self, device: &wgpu::Device, key: &str, entry_point: &str, source: impl FnOnce() -> String) -> wgpu::ComputePipeline {
+        let full_key = format!("{key}/{entry_point}");
+        let mut pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pipeline) = pipelines.get(&full_key) {
+            return pipeline.clone();
+        }
+        let label = format!("{}:{full_key}", self.label);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some(&label), source: wgpu::ShaderSource::Wgsl(source().into()) });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(&label),
+            layout: Some(&self.layout),
+            module: &module,
+            entry_point: Some(entry_point),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &[],
+                // Every kernel here writes its workgroup memory before reading it. (Browsers
+                // zero it regardless.)
+                zero_initialize_workgroup_memory: false,
+            },
+            cache: None,
+        });
+        pipelines.insert(full_key, pipeline.clone());
+        pipeline
+    }
+}
+
+/// A layout entry for a compute-stage buffer binding.
+pub fn buffer_entry(binding: u32, ty: wgpu::BufferBindingType, has_dynamic_offset: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset, min_binding_size: None },
+        count: None,
+    }
+}
+
+/// Workgroup counts `(x, y, z)` for `groups` workgroups, each dimension ≤ 65,535; kernels
+/// number their workgroups `(wid.z · nwg.y + wid.y) · nwg.x + wid.x` and skip those ≥ `groups`.
+pub fn grid(groups: u32) -> (u32, u32, u32) {
+    const MAX: u32 = 65_535;
+    if groups == 0 {
+        return (0, 0, 0);
+    }
+    let x = groups.min(MAX);
+    let rest = groups.div_ceil(x);
+    let y = rest.min(MAX);
+    (x, y, rest.div_ceil(y))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_covers_and_respects_limits() {
+        for groups in [1u32, 2, 65_535, 65_536, 200_000, 65_535 * 65_535 + 7] {
+            let (x, y, z) = grid(groups);
+            assert!(x <= 65_535 && y <= 65_535 && z <= 65_535);
+            assert!(x as u64 * y as u64 * z as u64 >= groups as u64, "{groups}: {x} {y} {z}");
+        }
+    }
+
+    #[test]
+    fn assemble_prepends_constants() {
+        let text = assemble("fn f() {}", &[("BM", Const::U32(64)), ("T", Const::Bool(true))], false);
+        assert!(text.starts_with("const BM: u32 = 64u;\nconst T: bool = true;\n"));
+        assert!(assemble("", &[], true).contains("fn philox4x32_10"));
+    }
+}

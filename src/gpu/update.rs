@@ -1,0 +1,146 @@
+//! Host side of `shaders/update.wgsl` (fused weight update) and `shaders/update_bias.wgsl`
+//! (bias updates fused with the column means and the sparsity estimate).
+//!
+//! The rates come from the device's [`TrainState`](super::schedule::TrainState) buffer, bound
+//! as a uniform here and updated by the schedule kernel after each batch, so a whole epoch
+//! runs with no host read-back. Build each step once (per buffer set) and record it every
+//! batch; for the gradient / previous-gradient ping-pong build two weight-update steps with
+//! the two buffers swapped and alternate them.
+//!
+//! CPU references: `train::weights_update::{update_weights, update_bias}`,
+//! `train::penalties::SparsityEstimate`, `train::contrastive_divergence::column_means`.
+
+use super::reduce::{pipeline, split, uniform, Step, COLUMNS_PER_GROUP, MAX_GROUPS_PER_DIM};
+
+const UPDATE_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update.wgsl"));
+const BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
+
+/// Weights per workgroup of `update_weights` (256 threads × 4) while that makes at most
+/// 4096 workgroups; larger layers get longer spans.
+pub const UPDATE_SPAN: usize = 1024;
+
+/// Partials (`vec4<f32>`: Σg'·p, Σg'², Σp², max|v|) the weight update writes: one per
+/// workgroup, min(⌈nv·nh / 1024⌉, 4096) or a little fewer. The partials buffer needs 16 bytes
+/// each.
+pub fn update_partial_count(n_visible: usize, n_hidden: usize) -> u32 {
+    split(n_visible * n_hidden, UPDATE_SPAN).0
+}
+
+/// Buffers of the weight update (all f32, row-major).
+pub struct WeightUpdateBuffers<'a> {
+    /// nv × nh, updated in place.
+    pub weights: &'a wgpu::Buffer,
+    /// nv × nh, updated in place.
+    pub velocity: &'a wgpu::Buffer,
+    /// nv × nh: the raw log-likelihood gradient estimate in, the penalised g' out (the next
+    /// batch's `previous`).
+    pub gradient: &'a wgpu::Buffer,
+    /// nv × nh: the last batch's g'; not read while `TrainState::has_previous` is 0.
+    pub previous: &'a wgpu::Buffer,
+    /// nv: batch mean of each visible unit (written by the visible bias step).
+    pub mean_input: &'a wgpu::Buffer,
+    /// nh: sparsity penalty derivative (written by the hidden bias step).
+    pub sparsity_derivative: &'a wgpu::Buffer,
+    /// The `TrainState` buffer (needs UNIFORM usage).
+    pub state: &'a wgpu::Buffer,
+    /// ≥ 16 · [`update_partial_count`] bytes.
+    pub partials: &'a wgpu::Buffer,
+}
+
+/// Buffers of the visible bias step.
+pub struct VisibleBiasBuffers<'a> {
+    /// The batch v0, rows × nv.
+    pub positive: &'a wgpu::Buffer,
+    /// The negative-phase visible batch vk, chains × nv.
+    pub negative: &'a wgpu::Buffer,
+    pub bias: &'a wgpu::Buffer,
+    pub velocity: &'a wgpu::Buffer,
+    /// nv, written: mean(v0), the weight update's `mean_input`.
+    pub mean_input: &'a wgpu::Buffer,
+    pub state: &'a wgpu::Buffer,
+}
+
+/// Buffers of the hidden bias step.
+pub struct HiddenBiasBuffers<'a> {
+    /// The positive hidden probabilities h0, rows × nh.
+    pub positive: &'a wgpu::Buffer,
+    /// The negative-phase hidden probabilities hk, chains × nh.
+    pub negative: &'a wgpu::Buffer,
+    pub bias: &'a wgpu::Buffer,
+    pub velocity: &'a wgpu::Buffer,
+    /// nh, read and written: the smoothed sparsity estimate q (starts at 0.5).
+    pub smoothed: &'a wgpu::Buffer,
+    /// nh, written: the sparsity derivative d for the weight update.
+    pub sparsity_derivative: &'a wgpu::Buffer,
+    pub state: &'a wgpu::Buffer,
+}
+
+/// The compiled update pipelines. Build once per device.
+pub struct UpdateKernels {
+    weights: wgpu::ComputePipeline,
+    visible_bias: wgpu::ComputePipeline,
+    hidden_bias: wgpu::ComputePipeline,
+}
+
+impl UpdateKernels {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let update = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("update"), source: wgpu::ShaderSource::Wgsl(UPDATE_SHADER.into()) });
+        let bias = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("update_bias"), source: wgpu::ShaderSource::Wgsl(BIAS_SHADER.into()) });
+        UpdateKernels {
+            weights: pipeline(device, &update, "update_weights"),
+            visible_bias: pipeline(device, &bias, "visible_bias_step"),
+            hidden_bias: pipeline(device, &bias, "hidden_bias_step"),
+        }
+    }
+
+    /// The fused weight update over nv × nh weights (see `shaders/update.wgsl`).
+    pub fn weight_update(&self, device: &wgpu::Device, n_visible: usize, n_hidden: usize, b: &WeightUpdateBuffers) -> Step {
+        let total = n_visible * n_hidden;
+        assert!(total > 0, "{n_visible} × {n_hidden} weights");
+        let (groups, span) = split(total, UPDATE_SPAN);
+        let dims = uniform(device, "update_dims", &[n_visible as u32, n_hidden as u32, total as u32, span]);
+        Step::new(
+            device,
+            "update_weights",
+            &self.weights,
+            dims,
+            &[(1, b.state), (2, b.weights), (3, b.velocity), (4, b.gradient), (5, b.previous), (6, b.mean_input), (7, b.sparsity_derivative), (8, b.partials)],
+            (groups, 1),
+        )
+    }
+
+    /// Visible biases: `mean_input ← mean(v0)`, `g = mean(v0) − mean(vk)`, momentum step.
+    pub fn visible_bias_step(&self, device: &wgpu::Device, rows: usize, chains: usize, n_visible: usize, b: &VisibleBiasBuffers) -> Step {
+        let dims = bias_dims(device, rows, chains, n_visible);
+        let groups = n_visible.div_ceil(COLUMNS_PER_GROUP) as u32;
+        Step::new(
+            device,
+            "visible_bias_step",
+            &self.visible_bias,
+            dims,
+            &[(1, b.state), (2, b.positive), (3, b.negative), (4, b.bias), (5, b.velocity), (6, b.mean_input)],
+            (groups, 1),
+        )
+    }
+
+    /// Hidden biases with the sparsity estimate: `q ← 0.95q + 0.05·mean(h0)`, `d = sparsity_derivative(q)`,
+    /// `g = mean(h0) − mean(hk) − d`, momentum step.
+    pub fn hidden_bias_step(&self, device: &wgpu::Device, rows: usize, chains: usize, n_hidden: usize, b: &HiddenBiasBuffers) -> Step {
+        let dims = bias_dims(device, rows, chains, n_hidden);
+        let groups = n_hidden.div_ceil(COLUMNS_PER_GROUP) as u32;
+        Step::new(
+            device,
+            "hidden_bias_step",
+            &self.hidden_bias,
+            dims,
+            &[(1, b.state), (2, b.positive), (3, b.negative), (4, b.bias), (5, b.velocity), (6, b.smoothed), (7, b.sparsity_derivative)],
+            (groups, 1),
+        )
+    }
+}
+
+fn bias_dims(device: &wgpu::Device, rows: usize, chains: usize, width: usize) -> wgpu::Buffer {
+    assert!(rows > 0 && chains > 0 && width > 0);
+    assert!(width.div_ceil(COLUMNS_PER_GROUP) <= MAX_GROUPS_PER_DIM as usize, "{width} units in one bias dispatch");
+    uniform(device, "bias_dims", &[rows as u32, chains as u32, width as u32, 0])
+}

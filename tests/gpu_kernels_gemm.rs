@@ -1,0 +1,138 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! The Philox, GEMM and sampling kernels on native wgpu (Mesa lavapipe in CI) against the CPU
+//! reference. The test bodies live in tests/common_gpu and also run in headless Chromium
+//! (tests/web_gpu_gemm.rs). Run with WGPU_BACKEND=vulkan
+//! VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json to pin lavapipe.
+
+mod common_gpu;
+
+use common_gpu::Outcome;
+use deepbelief::gpu::gemm::{GemmVariant, Tiling};
+use deepbelief::gpu::GpuContext;
+use std::path::Path;
+
+fn context() -> GpuContext {
+    let ctx = pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
+    eprintln!("adapter: {:?}", ctx.summary());
+    ctx
+}
+
+fn check(outcome: Outcome) {
+    match outcome {
+        Ok(report) => eprintln!("{report}"),
+        Err(reason) => panic!("{reason}"),
+    }
+}
+
+#[test]
+fn philox_in_wgsl_is_bit_identical() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::philox_matches_cpu(&ctx)));
+}
+
+#[test]
+fn gemm_products_match_cpu_on_rbm_and_odd_shapes() {
+    let ctx = context();
+    let shapes = [(100, 784, 500), (37, 53, 29), (1, 1, 1), (65, 130, 257), (129, 7, 131)];
+    check(pollster::block_on(common_gpu::gemm_matches_cpu(&ctx, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)])));
+}
+
+#[test]
+fn gemm_u8_gather_matches_cpu_on_strokes_and_mnist() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::gemm_u8_gather_matches_cpu(&ctx, &common_gpu::stroke_pixels(300), 784)));
+    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/t10k-images-idx3-ubyte.gz");
+    if images.exists() {
+        let dataset = deepbelief::data::load_idx_dataset(&images, None).unwrap();
+        let deepbelief::data::CaseValues::Bytes(bytes) = &dataset.values else { panic!("MNIST pixels are bytes") };
+        check(pollster::block_on(common_gpu::gemm_u8_gather_matches_cpu(&ctx, &bytes[..1000 * 784], 784)));
+    } else {
+        eprintln!("(no MNIST at {}: strokes only)", images.display());
+    }
+}
+
+#[test]
+fn fused_bernoulli_matches_cpu() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::fused_bernoulli_matches_cpu(&ctx)));
+}
+
+#[test]
+fn bernoulli_matches_cpu() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::bernoulli_matches_cpu(&ctx)));
+}
+
+#[test]
+fn gaussian_noise_matches_cpu() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::gaussian_noise_matches_cpu(&ctx)));
+}
+
+#[test]
+fn prepared_calls_slots_offsets_and_one_pass_chain() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::prepared_calls_and_offsets(&ctx)));
+}
+
+#[test]
+fn many_workgroups_fold_into_the_grid() {
+    let ctx = context();
+    check(pollster::block_on(common_gpu::many_workgroups_fold(&ctx)));
+}
+
+#[test]
+fn gemm_throughput_is_measured() {
+    let ctx = context();
+    let shapes = [
+        (100, 784, 500, GemmVariant::Nn),
+        (100, 500, 784, GemmVariant::Nt),
+        (784, 100, 500, GemmVariant::Tn),
+        (100, 784, 500, GemmVariant::U8GatherNn),
+        (192, 576, 1024, GemmVariant::Nn),
+    ];
+    check(pollster::block_on(common_gpu::throughput(&ctx, &shapes, 5)));
+}
+
+/// The GFLOP/s table for the report (on a real GPU: `cargo test --release --test
+/// gpu_kernels_gemm throughput_table -- --ignored --nocapture`). Uses the adapter's own limits,
+/// which 8192² f32 operands (256 MiB) need; `GEMM_TABLE_ALL=1` adds every tiling and a split-k
+/// sweep for the small shapes.
+#[test]
+#[ignore]
+fn throughput_table() {
+    use deepbelief::gpu::gemm::{auto_splits, gemm_gflops_with};
+    let ctx = pollster::block_on(deepbelief::gpu::buffers::context_with_adapter_limits()).expect("a wgpu adapter");
+    eprintln!("adapter: {:?}", ctx.summary());
+    let all = std::env::var("GEMM_TABLE_ALL").is_ok();
+    let shapes = [
+        (100, 784, 500, GemmVariant::Nn, "hidden = v·W"),
+        (100, 500, 784, GemmVariant::Nt, "visible = h·Wᵀ"),
+        (784, 100, 500, GemmVariant::Tn, "gradient += vᵀ·h"),
+        (100, 784, 500, GemmVariant::U8GatherNn, "hidden = pixels[order]·W"),
+        (100, 784, 500, GemmVariant::Nt, "literal NT"),
+        (100, 784, 500, GemmVariant::Tn, "literal TN"),
+        (192, 576, 1024, GemmVariant::Nn, ""),
+        (192, 4096, 11008, GemmVariant::Nn, ""),
+        (8192, 8192, 8192, GemmVariant::Nn, ""),
+    ];
+    for (m, k, n, variant, what) in shapes {
+        let flops = 2.0 * m as f64 * k as f64 * n as f64;
+        let repeats = (5e10 / flops).clamp(3.0, 2000.0) as u32;
+        let tiling = Tiling::auto(m, n);
+        let gflops = pollster::block_on(gemm_gflops_with(&ctx, m, k, n, variant, None, None, repeats)).unwrap();
+        let mut line = format!("{m}x{k}x{n} {variant:?} {what}: {gflops:.0} GFLOP/s ({tiling:?}, split {})", auto_splits(tiling, m, n, k));
+        if all {
+            for t in Tiling::ALL {
+                for split in [1, 2, 4, 8, 12, 16] {
+                    if split > 1 && flops > 1e10 {
+                        continue;
+                    }
+                    let g = pollster::block_on(gemm_gflops_with(&ctx, m, k, n, variant, Some(t), Some(split), repeats)).unwrap();
+                    line += &format!(" {t:?}/{split}:{g:.0}");
+                }
+            }
+        }
+        eprintln!("{line}");
+    }
+}
