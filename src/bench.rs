@@ -192,3 +192,204 @@ pub fn bench_gemm(data: &Dataset, n_hidden: usize, batch_size: usize) -> f64 {
     }
     2.0 * (rows * n_visible * n_hidden) as f64 / best / 1e9
 }
+
+// ---------------------------------------------------------------------------------------------
+// GPU: whole CD-1 epochs through `gpu::trainer::GpuCdTrainer`, Raina, Madhavan & Ng (2009)
+// Table 2 shapes, and GEMM throughput per kernel shape.
+
+use crate::data::CaseValues;
+use crate::gpu::gemm::{gemm_gflops, GemmVariant};
+use crate::gpu::trainer::GpuCdTrainer;
+use crate::gpu::{AdapterSummary, GpuContext, GpuError};
+use crate::model::{Rbm, VisibleUnits};
+
+/// One GPU epoch benchmark.
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuEpochBench {
+    /// Median wall-clock seconds of one epoch over all cases (after one warm-up epoch),
+    /// including the once-per-epoch read-back of the epoch figures.
+    pub gpu_epoch_s: f64,
+    pub epoch_runs_s: Vec<f64>,
+    /// The five GEMMs' work of an epoch divided by `gpu_epoch_s`.
+    pub gflops: f64,
+    pub cases: usize,
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub batch_size: usize,
+}
+
+/// A Raina et al. (2009) Table 2 shape: CD-1, batches of 192.
+#[derive(Clone, Debug, Serialize)]
+pub struct RainaRow {
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub batch_size: usize,
+    /// Batches timed (whole epochs over a random-binary data set of `cases` cases).
+    pub batches_timed: usize,
+    pub cases: usize,
+    /// Seconds per 1,000,000 training examples, scaled from the timed batches.
+    pub seconds_per_million: f64,
+    /// The five GEMMs' work per second.
+    pub gflops: f64,
+}
+
+/// GFLOP/s of one GEMM kernel shape: `m × k × n` in the given operand layout.
+#[derive(Clone, Debug, Serialize)]
+pub struct GemmRow {
+    /// What the product is in a CD batch.
+    pub role: String,
+    pub variant: String,
+    pub m: u32,
+    pub k: u32,
+    pub n: u32,
+    pub gflops: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GpuBenchReport {
+    /// The MNIST-shaped epoch's median seconds (`mnist.gpu_epoch_s`), at the top level.
+    pub gpu_epoch_s: f64,
+    pub mnist: GpuEpochBench,
+    /// How the MNIST-shaped cases were made.
+    pub data: String,
+    pub raina: Vec<RainaRow>,
+    pub gemm: Vec<GemmRow>,
+    pub adapter: AdapterSummary,
+    pub backend: String,
+    pub target: String,
+}
+
+fn share(ctx: &GpuContext) -> GpuContext {
+    GpuContext { device: ctx.device.clone(), queue: ctx.queue.clone(), adapter_info: ctx.adapter_info.clone() }
+}
+
+/// Masters' initialisation for one trial (the trainer's first trial, without scoring trials).
+fn initial_rbm(data: &Dataset, n_hidden: usize, seed: u64) -> Rbm {
+    Rbm::initialise(VisibleUnits::Bernoulli, data.n_inputs, n_hidden, &data.input_means(), &mut crate::train::init::trial_rng(seed, 1))
+}
+
+/// `epochs` timed epochs (after one warm-up) of CD-1 on `data`; seconds of each.
+async fn time_epochs(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, learning_rate: f32, epochs: usize) -> Result<Vec<f64>, GpuError> {
+    let config = CdConfig { n_hidden, batch_size: Some(batch_size), epochs: epochs + 1, learning_rate, convergence_tolerance: 0.0, ..CdConfig::hinton() };
+    let rbm = initial_rbm(data, n_hidden, config.seed);
+    let mut trainer = GpuCdTrainer::new(share(ctx), config, &rbm, data)?;
+    let mut runs = Vec::new();
+    for epoch in 0..=epochs.max(1) {
+        let started = now();
+        trainer.train_epoch().await.map_err(|e| GpuError(e.to_string()))?;
+        if epoch > 0 {
+            runs.push(now() - started);
+        }
+    }
+    Ok(runs)
+}
+
+/// `data` repeated to `cases` cases (the 10k MNIST file tiled 6× for 60,000).
+pub fn tile_cases(data: &Dataset, cases: usize) -> Dataset {
+    let order: Vec<usize> = (0..cases).map(|i| i % data.n_cases).collect();
+    let mut tiled = data.subset(&order);
+    tiled.name = format!("{} tiled to {cases} cases", data.name);
+    tiled
+}
+
+/// `cases` random binary cases of `n_inputs` bytes (each 255 with probability 0.15, else 0).
+pub fn random_binary_cases(n_inputs: usize, cases: usize, seed: u64) -> Dataset {
+    let mut state = seed;
+    let bytes: Vec<u8> = (0..n_inputs * cases)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            if ((z ^ (z >> 31)) >> 40) < (0.15 * (1u64 << 24) as f64) as u64 { 255 } else { 0 }
+        })
+        .collect();
+    Dataset {
+        name: format!("random binary {cases}×{n_inputs}"),
+        n_cases: cases,
+        n_inputs,
+        image_shape: None,
+        values: CaseValues::Bytes(bytes),
+        labels: None,
+        input_names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
+        targets: None,
+    }
+}
+
+/// Raina et al. (2009) Table 2's RBM shapes (visible × hidden), CD-1 with batches of 192.
+pub const RAINA_SHAPES: [(usize, usize); 4] = [(576, 1024), (1024, 4096), (2304, 16000), (4096, 11008)];
+pub const RAINA_BATCH: usize = 192;
+
+/// Times CD-1 on an `n_visible × n_hidden` RBM, batches of `batch_size`, over at least
+/// `min_batches` batches of random binary data (at most ~96 MiB of it on the device).
+pub async fn bench_gpu_shape(ctx: &GpuContext, n_visible: usize, n_hidden: usize, batch_size: usize, min_batches: usize) -> Result<RainaRow, GpuError> {
+    let batches_per_epoch = (96 << 20) / (n_visible * batch_size);
+    let batches_per_epoch = batches_per_epoch.clamp(1, min_batches.max(1));
+    let cases = batches_per_epoch * batch_size;
+    let data = random_binary_cases(n_visible, cases, 42);
+    let epochs = min_batches.div_ceil(batches_per_epoch).max(1);
+    let runs = time_epochs(ctx, &data, n_hidden, batch_size, 0.01, epochs).await?;
+    let seconds: f64 = runs.iter().sum();
+    let examples = (cases * runs.len()) as f64;
+    Ok(RainaRow {
+        n_visible,
+        n_hidden,
+        batch_size,
+        batches_timed: batches_per_epoch * runs.len(),
+        cases,
+        seconds_per_million: seconds / examples * 1e6,
+        gflops: epoch_gemm_flops(cases, n_visible, n_hidden) * runs.len() as f64 / seconds / 1e9,
+    })
+}
+
+/// GFLOP/s of the four kernel shapes of a CD batch `rows × n_visible × n_hidden`.
+pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hidden: u32) -> Result<Vec<GemmRow>, GpuError> {
+    let flops = 2.0 * rows as f64 * n_visible as f64 * n_hidden as f64;
+    let repeats = ((2e11 / flops) as u32).clamp(20, 2000);
+    let mut rows_out = Vec::new();
+    for (role, variant, (m, k, n)) in [
+        ("data → hidden (u8 gather)", GemmVariant::U8GatherNn, (rows, n_visible, n_hidden)),
+        ("visible → hidden", GemmVariant::Nn, (rows, n_visible, n_hidden)),
+        ("hidden → visible", GemmVariant::Nt, (rows, n_hidden, n_visible)),
+        ("gradient vᵀh", GemmVariant::Tn, (n_visible, rows, n_hidden)),
+    ] {
+        let gflops = gemm_gflops(ctx, m, k, n, variant, repeats).await?;
+        rows_out.push(GemmRow { role: role.into(), variant: format!("{variant:?}"), m, k, n, gflops });
+    }
+    Ok(rows_out)
+}
+
+/// The GPU benchmark: CD-1 epochs of an `n_visible × n_hidden` RBM over `data` (batches of
+/// `batch_size`, `repeats` timed epochs after a warm-up), the GEMM kernels of that batch, and
+/// (with `raina`) Raina et al.'s Table 2 shapes, each timed over `raina_batches` batches.
+pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize) -> Result<GpuBenchReport, GpuError> {
+    let runs = time_epochs(ctx, data, n_hidden, batch_size, 0.1, repeats).await?;
+    let gpu_epoch_s = median(&runs);
+    let mnist = GpuEpochBench {
+        gpu_epoch_s,
+        gflops: epoch_gemm_flops(data.n_cases, data.n_inputs, n_hidden) / gpu_epoch_s / 1e9,
+        epoch_runs_s: runs,
+        cases: data.n_cases,
+        n_visible: data.n_inputs,
+        n_hidden,
+        batch_size,
+    };
+    let mut gemm = bench_gemm_shapes(ctx, batch_size as u32, data.n_inputs as u32, n_hidden as u32).await?;
+    let mut rows = Vec::new();
+    if raina {
+        for (nv, nh) in RAINA_SHAPES {
+            rows.push(bench_gpu_shape(ctx, nv, nh, RAINA_BATCH, raina_batches).await?);
+            gemm.extend(bench_gemm_shapes(ctx, RAINA_BATCH as u32, nv as u32, nh as u32).await?);
+        }
+    }
+    Ok(GpuBenchReport {
+        gpu_epoch_s,
+        mnist,
+        data: data.name.clone(),
+        raina: rows,
+        gemm,
+        adapter: ctx.summary(),
+        backend: format!("GPU (wgpu: {})", ctx.adapter_info.name),
+        target: if cfg!(target_arch = "wasm32") { "wasm32" } else { "native" }.to_string(),
+    })
+}

@@ -9,6 +9,7 @@ pub mod sample;
 pub mod shader;
 pub mod reduce;
 pub mod schedule;
+pub mod trainer;
 pub mod update;
 
 use serde::Serialize;

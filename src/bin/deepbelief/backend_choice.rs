@@ -1,23 +1,48 @@
-//! `--backend cpu|gpu|auto`. Only the CPU backend exists in this build; the GPU training
-//! backend arrives with the next issue, so `gpu` is refused rather than silently replaced.
+//! `--backend cpu|gpu|auto`. `bench` runs on the GPU (`gpu_context`); `train`, `eval` and
+//! `sample` still compute through the CPU `Backend` (`resolve`), so there `gpu` is refused
+//! rather than silently replaced.
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::Backend;
+use deepbelief::gpu::GpuContext;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum BackendChoice {
     Cpu,
     Gpu,
-    /// The fastest backend available: the CPU in this build.
+    /// The GPU when a wgpu adapter exists, else the CPU (with a notice on standard error).
     #[default]
     Auto,
 }
 
 impl BackendChoice {
+    /// The CPU backend for commands that have no GPU path yet.
     pub fn resolve(self) -> Result<Box<dyn Backend>, String> {
         match self {
             BackendChoice::Cpu | BackendChoice::Auto => Ok(Box::new(CpuBackend)),
-            BackendChoice::Gpu => Err("--backend gpu: the GPU training backend is not built yet (the next issue adds it); use --backend cpu or auto".into()),
+            BackendChoice::Gpu => Err("--backend gpu: this command has no GPU path yet (GPU training: `deepbelief bench --backend gpu`); use --backend cpu or auto".into()),
+        }
+    }
+
+    /// A GPU device for the choice: `None` for `cpu`, and for `auto` when no adapter is found
+    /// (a notice says so on standard error); an error for `gpu` without an adapter. The
+    /// device gets the adapter's own limits (large weight matrices need more than WebGPU's
+    /// 128 MiB per binding).
+    pub fn gpu_context(self) -> Result<Option<GpuContext>, String> {
+        if self == BackendChoice::Cpu {
+            return Ok(None);
+        }
+        match pollster::block_on(deepbelief::gpu::buffers::context_with_adapter_limits()) {
+            Ok(ctx) => {
+                let s = ctx.summary();
+                eprintln!("GPU: {} ({}, {}, driver {})", s.name, s.backend, s.device_type, s.driver);
+                Ok(Some(ctx))
+            }
+            Err(e) if self == BackendChoice::Auto => {
+                eprintln!("notice: no usable GPU ({e}); running on the CPU");
+                Ok(None)
+            }
+            Err(e) => Err(format!("--backend gpu: {e}")),
         }
     }
 }

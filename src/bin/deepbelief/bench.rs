@@ -1,4 +1,10 @@
-//! `deepbelief bench`: seconds per CD-1 training epoch on the CPU (`deepbelief::bench`).
+//! `deepbelief bench`: seconds per CD-1 training epoch (`deepbelief::bench`), on the CPU
+//! (`cpu_epoch_s`) or the GPU (`gpu_epoch_s`, plus GEMM GFLOP/s per kernel shape and the
+//! Raina, Madhavan & Ng 2009 Table 2 shapes in seconds per million examples).
+//!
+//! GPU data: the IDX file's cases tiled to `--cases` (default 60,000: the 10k MNIST file
+//! repeated 6 times, so an epoch has the full MNIST training set's shape); the Raina shapes
+//! train on random binary bytes (see `deepbelief::bench::random_binary_cases`).
 
 use crate::backend_choice::BackendChoice;
 use crate::output::Output;
@@ -20,9 +26,18 @@ pub struct BenchArgs {
     /// Timed epochs (after one warm-up); the median is reported.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub repeats: usize,
-    /// Backend to time (the CPU in this build).
+    /// Backend to time: cpu, gpu, or auto (the GPU when an adapter exists).
     #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
     pub backend: BackendChoice,
+    /// GPU only: cases per epoch, the file's cases tiled (60,000 = MNIST's training set size).
+    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    pub cases: usize,
+    /// GPU only: skip the Raina et al. (2009) Table 2 shapes.
+    #[arg(long)]
+    pub no_raina: bool,
+    /// GPU only: batches timed per Raina shape (whole epochs, rounded up).
+    #[arg(long, value_name = "N", default_value_t = 300)]
+    pub raina_batches: usize,
     /// Print the report as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -30,8 +45,7 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    // Only the CPU is timed in this build; `resolve` refuses `gpu` with the reason.
-    args.backend.resolve()?;
+    let gpu = args.backend.gpu_context()?;
     let data = load_idx_dataset(&args.images, None).map_err(|e| e.to_string())?;
     if args.hidden == 0 || args.hidden > deepbelief::train::config::MAX_HIDDEN {
         return Err(format!("--hidden is {}, expected 1 to {} units", args.hidden, deepbelief::train::config::MAX_HIDDEN));
@@ -41,6 +55,26 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if args.repeats == 0 {
         return Err("--repeats is 0, expected at least 1 timed epoch".into());
+    }
+    if let Some(ctx) = gpu {
+        if args.cases == 0 {
+            return Err("--cases is 0, expected at least one case".into());
+        }
+        let tiled = deepbelief::bench::tile_cases(&data, args.cases);
+        let report = pollster::block_on(deepbelief::bench::bench_gpu(&ctx, &tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches)).map_err(|e| e.to_string())?;
+        let m = &report.mnist;
+        output.text(&format!(
+            "{} cases, {}×{} RBM, batches of {}: {:.4} s per epoch on the GPU (median of {}), {:.1} GFLOP/s; {}",
+            m.cases, m.n_visible, m.n_hidden, m.batch_size, m.gpu_epoch_s, args.repeats, m.gflops, report.backend
+        ));
+        for g in &report.gemm {
+            output.text(&format!("  GEMM {:>26} {:>5}×{:>5}×{:>5} ({}): {:.0} GFLOP/s", g.role, g.m, g.k, g.n, g.variant, g.gflops));
+        }
+        for r in &report.raina {
+            output.text(&format!("  Raina {}×{} batch {}: {:.2} s per 1M examples ({} batches timed, {:.0} GFLOP/s)", r.n_visible, r.n_hidden, r.batch_size, r.seconds_per_million, r.batches_timed, r.gflops));
+        }
+        output.finish(&serde_json::to_value(&report).map_err(|e| e.to_string())?);
+        return Ok(());
     }
     let report = deepbelief::bench::bench_cpu_epoch(&data, args.hidden, args.batch_size, args.repeats);
     output.text(&format!(
