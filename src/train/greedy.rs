@@ -140,6 +140,24 @@ impl GreedyTrainer {
         }
     }
 
+    /// The data the current layer trains on (`data` itself for the first layer).
+    pub fn layer_data<'a>(&'a self, data: &'a Dataset) -> &'a Dataset {
+        self.layer_data.as_ref().unwrap_or(data)
+    }
+
+    /// Hands in the current layer as trained elsewhere (the GPU trainer): the next `step`
+    /// closes the layer exactly as if its epochs had run here.
+    pub fn adopt_trained_layer(&mut self, rbm: Rbm, epochs: usize, stop: super::StopReason) -> Result<(), TrainError> {
+        let trainer = self.current.as_mut().ok_or_else(|| TrainError::Data("no layer is in training".into()))?;
+        if rbm.n_visible != trainer.rbm.n_visible || rbm.n_hidden != trainer.rbm.n_hidden || !rbm.is_finite() {
+            return Err(TrainError::Data("the trained layer does not match the layer in training".into()));
+        }
+        trainer.rbm = rbm;
+        trainer.epoch = epochs;
+        trainer.stopped = Some(stop);
+        Ok(())
+    }
+
     /// Stops the layer in training after its current epoch; later layers still train.
     pub fn cancel_layer(&mut self) {
         if let Some(trainer) = &mut self.current {

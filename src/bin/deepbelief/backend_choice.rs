@@ -1,4 +1,4 @@
-//! `--backend cpu|gpu|auto`. `bench` runs on the GPU (`gpu_context`); `train`, `eval` and
+//! `--backend cpu|gpu|auto`. `bench` and `train` run on the GPU (`gpu_context`); `eval` and
 //! `sample` still compute through the CPU `Backend` (`resolve`), so there `gpu` is refused
 //! rather than silently replaced.
 
@@ -33,6 +33,12 @@ impl BackendChoice {
             return Ok(None);
         }
         match pollster::block_on(deepbelief::gpu::buffers::context_with_adapter_limits()) {
+            // A software rasteriser (lavapipe, SwiftShader) is slower than the CPU backend, so
+            // `auto` only takes real GPUs; `gpu` takes whatever adapter there is.
+            Ok(ctx) if self == BackendChoice::Auto && ctx.adapter_info.device_type == wgpu::DeviceType::Cpu => {
+                eprintln!("notice: the only GPU adapter is a software one ({}); running on the CPU", ctx.adapter_info.name);
+                Ok(None)
+            }
             Ok(ctx) => {
                 let s = ctx.summary();
                 eprintln!("GPU: {} ({}, {}, driver {})", s.name, s.backend, s.device_type, s.driver);

@@ -4,7 +4,10 @@ use crate::input::{load_training_data, spread_cases, TrainingData};
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
+use crate::backend_choice::BackendChoice;
 use deepbelief::backend::Backend;
+use deepbelief::gpu::trainer::GpuCdTrainer;
+use deepbelief::gpu::GpuContext;
 use deepbelief::data::{Dataset, Preprocessing};
 use deepbelief::eval::hidden_unit_statistics;
 use deepbelief::model::format::{self, LayerTraining, SavedDbn};
@@ -39,7 +42,9 @@ struct LayerOutcome {
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let settings = args.settings()?;
     let output = Output { json: settings.json };
-    let backend = settings.backend.resolve()?;
+    // The CPU reference does initialisation trials, measurements and propagation; the
+    // epochs run on the GPU when `--backend` selects one (see `train_layer_on_gpu`).
+    let backend: Box<dyn Backend> = Box::new(deepbelief::backend::cpu::CpuBackend);
     let data = load_training_data(&settings.data)?;
     let dataset = &data.dataset;
     settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
@@ -98,6 +103,7 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Datas
     let mut measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
     let mut progress = Progress::new(output);
     let mut outcomes: Vec<LayerOutcome> = Vec::new();
+    let mut gpu = settings.backend.gpu_context()?;
     loop {
         match trainer.step(backend, dataset).map_err(train_error)? {
             GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
@@ -113,6 +119,9 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Datas
                     activity: Vec::new(),
                 });
                 progress.layer_started(layer, n_layers, settings.stack.rbm.epochs);
+                if let Some(ctx) = gpu.take() {
+                    gpu = train_layer_on_gpu(ctx, &mut trainer, dataset, layer, &mut progress, outcomes.last_mut().expect("just pushed"), settings.backend)?;
+                }
             }
             GreedyEvent::Epoch { layer, report, metrics } => {
                 progress.epoch(layer, &report, metrics.as_ref());
@@ -149,6 +158,41 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Datas
         }
     }
     Ok((trainer, outcomes))
+}
+
+/// Trains the layer just started on the GPU, epoch by epoch, then hands the weights back to
+/// the greedy trainer. Settings the GPU trainer lacks (PCD, Gaussian units, sampled inputs)
+/// keep the layer on the CPU, with a notice, unless `--backend gpu` demanded the GPU.
+/// Returns the context for the next layer.
+fn train_layer_on_gpu(
+    ctx: GpuContext,
+    trainer: &mut GreedyTrainer,
+    dataset: &Dataset,
+    layer: usize,
+    progress: &mut Progress,
+    outcome: &mut LayerOutcome,
+    choice: BackendChoice,
+) -> Result<Option<GpuContext>, String> {
+    let cpu = trainer.current_trainer().expect("a layer has just started");
+    let mut gpu = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(dataset)) {
+        Ok(gpu) => gpu,
+        Err(e) if choice == BackendChoice::Gpu => return Err(format!("--backend gpu: layer {}: {e}", layer + 1)),
+        Err(e) => {
+            eprintln!("notice: layer {} trains on the CPU: {e}", layer + 1);
+            return Ok(None);
+        }
+    };
+    while !gpu.finished() {
+        let report = pollster::block_on(gpu.train_epoch()).map_err(train_error)?;
+        progress.epoch(layer, &report, None);
+        if let Some(stop) = report.stop {
+            outcome.stop = stop;
+        }
+        outcome.epochs.push(report);
+    }
+    let rbm = pollster::block_on(gpu.download_rbm()).map_err(|e| e.to_string())?;
+    trainer.adopt_trained_layer(rbm, gpu.epoch, outcome.stop).map_err(train_error)?;
+    Ok(Some(gpu.into_context()))
 }
 
 fn train_error(error: TrainError) -> String {
