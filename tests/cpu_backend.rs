@@ -6,7 +6,7 @@ use deepbelief::backend::{sigmoid, Activation, Backend, Weights};
 use deepbelief::rng::{Purpose, RngStream};
 
 fn values(n: usize, seed: f32) -> Vec<f32> {
-    (0..n).map(|k| ((k as f32 * seed).sin() * 0.8)).collect()
+    (0..n).map(|k| (k as f32 * seed).sin() * 0.8).collect()
 }
 
 const ROWS: usize = 37;

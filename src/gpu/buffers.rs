@@ -59,34 +59,10 @@ pub async fn read_back<T: Pod>(ctx: &GpuContext, source: &wgpu::Buffer, offset: 
         return Ok(Vec::new());
     }
     let (start, copy) = ((offset * size) & !3, (bytes + (offset * size) % 4).next_multiple_of(4));
-    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("read_back"),
-        size: copy,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    encoder.copy_buffer_to_buffer(source, start, &staging, 0, copy);
-    ctx.queue.submit([encoder.finish()]);
-    let slice = staging.slice(..);
-    let (sender, receiver) = futures_channel::oneshot::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    #[cfg(not(target_arch = "wasm32"))]
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
-    receiver
-        .await
-        .map_err(|_| GpuError("the device dropped the read-back request".into()))?
-        .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
-    let values = {
-        let view = slice.get_mapped_range().map_err(|e| GpuError(format!("read-back mapping failed ({e:?})")))?;
-        let skip = ((offset * size) % 4) as usize;
-        let mut out = vec![T::zeroed(); len];
-        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&view[skip..skip + bytes as usize]);
-        out
-    };
-    staging.unmap();
+    let parts = super::read_ranges(ctx, &[(source, start, copy)]).await?;
+    let skip = ((offset * size) % 4) as usize;
+    let mut values = vec![T::zeroed(); len];
+    bytemuck::cast_slice_mut::<T, u8>(&mut values).copy_from_slice(&parts[0][skip..skip + bytes as usize]);
     Ok(values)
 }
 

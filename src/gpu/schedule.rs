@@ -224,51 +224,7 @@ impl ScheduleKernels {
     }
 }
 
-/// Copies byte ranges `(buffer, offset, size)` (multiples of 4) of several buffers into one
-/// staging buffer with one submission and one map: the once-per-epoch read.
-pub async fn read_ranges(ctx: &GpuContext, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>, GpuError> {
-    let total: u64 = ranges.iter().map(|r| r.2).sum::<u64>().max(4);
-    let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("read_ranges"),
-        size: total.next_multiple_of(8),
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = ctx.device.create_command_encoder(&Default::default());
-    let mut at = 0;
-    for &(buffer, offset, size) in ranges {
-        if size > 0 {
-            encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, size);
-        }
-        at += size;
-    }
-    ctx.queue.submit([encoder.finish()]);
-    let slice = staging.slice(..);
-    let (sender, receiver) = futures_channel::oneshot::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    #[cfg(not(target_arch = "wasm32"))]
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
-    receiver
-        .await
-        .map_err(|_| GpuError("the device dropped the read-back request".into()))?
-        .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
-    let parts = {
-        let view = slice.get_mapped_range().map_err(|e| GpuError(format!("read-back mapping failed ({e:?})")))?;
-        let mut at = 0usize;
-        ranges
-            .iter()
-            .map(|r| {
-                let part = view[at..at + r.2 as usize].to_vec();
-                at += r.2 as usize;
-                part
-            })
-            .collect()
-    };
-    staging.unmap();
-    Ok(parts)
-}
+pub use super::read_ranges;
 
 pub async fn read_state(ctx: &GpuContext, state_buffer: &wgpu::Buffer) -> Result<TrainState, GpuError> {
     let parts = read_ranges(ctx, &[(state_buffer, 0, 96)]).await?;
