@@ -4,7 +4,7 @@ import { drawImage } from './views/canvas.js';
 import { ErrorChart } from './views/error-chart.js';
 
 const $ = (id) => document.getElementById(id);
-const fields = { hidden: $('hidden'), epochs: $('epochs'), lr: $('learning-rate'), batch: $('batch-size'), seed: $('seed') };
+const fields = { hidden: $('hidden'), epochs: $('epochs'), lr: $('learning-rate'), batch: $('batch-size'), seed: $('seed'), backend: $('backend') };
 const { settings, hidden } = readHash();
 for (const [key, input] of Object.entries(fields)) input.value = settings[key];
 for (const key of hidden) document.querySelectorAll(`[data-hide-key="${key}"]`).forEach((el) => el.setAttribute('data-hidden-by-hash', ''));
@@ -12,9 +12,49 @@ for (const key of hidden) document.querySelectorAll(`[data-hide-key="${key}"]`).
 const chart = new ErrorChart($('error-chart'));
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 let totalEpochs = 0;
+let runtimeInfo = null;
+let webgpuInfo = null;
 
 function currentSettings() {
-  return Object.fromEntries(Object.entries(fields).map(([key, input]) => [key, Number(input.value)]));
+  return Object.fromEntries(Object.entries(fields).map(([key, input]) => [key, key === 'backend' ? input.value : Number(input.value)]));
+}
+
+function adapterName(webgpu) {
+  return webgpu?.adapter?.name || webgpu?.adapter?.driver || 'adapter';
+}
+
+// Auto takes WebGPU when a hardware adapter exists. A software one (SwiftShader, llvmpipe,
+// WARP) runs the kernels on the CPU far slower than the CPU path itself, so Auto skips it;
+// choosing WebGPU explicitly still uses it. WebGPU without any adapter says so next to the
+// control and trains on the CPU.
+function isSoftwareAdapter(webgpu) {
+  return webgpu?.adapter?.device_type === 'Cpu' || /swiftshader|llvmpipe|lavapipe|warp/i.test(adapterName(webgpu));
+}
+
+function resolveBackend(choice) {
+  const available = webgpuInfo?.available === true;
+  if (choice === 'cpu') return { backend: 'cpu' };
+  if (available && choice === 'auto' && isSoftwareAdapter(webgpuInfo)) return { backend: 'cpu' };
+  if (available) return { backend: 'webgpu' };
+  if (choice === 'webgpu') return { backend: 'cpu', error: `WebGPU is not available (${webgpuInfo?.reason || 'no adapter'}); training on the CPU instead.` };
+  return { backend: 'cpu' };
+}
+
+function showBackendChoice() {
+  if (!webgpuInfo) return;
+  showError($('backend-error'), resolveBackend(fields.backend.value).error || '');
+}
+fields.backend.addEventListener('change', showBackendChoice);
+
+function showNotice(message) {
+  const notice = $('train-notice');
+  notice.textContent = message;
+  notice.hidden = !message;
+}
+
+function cpuDescription(runtime) {
+  if (!runtime) return 'CPU';
+  return runtime.threaded_build ? `${runtime.threads} threads` : 'single-threaded';
 }
 
 function showError(element, message) {
@@ -28,6 +68,10 @@ $('settings').addEventListener('submit', (event) => {
   const s = currentSettings();
   if (!$('settings').reportValidity()) return;
   showError($('train-error'), '');
+  showNotice('');
+  const choice = resolveBackend(s.backend);
+  showError($('backend-error'), choice.error || '');
+  if (choice.error) showNotice('WebGPU is not available, so this run trains on the CPU.');
   chart.reset();
   $('epoch-log').replaceChildren();
   totalEpochs = s.epochs;
@@ -39,6 +83,7 @@ $('settings').addEventListener('submit', (event) => {
   writeHash(s, hidden);
   worker.postMessage({
     type: 'train',
+    backend: choice.backend,
     // The quick-demo preset: Hinton's fixed schedule with a single initialisation trial.
     config: {
       layers: [s.hidden],
@@ -63,11 +108,23 @@ function describeRuntime(runtime, webgpu) {
   const gpu = webgpu.available
     ? `WebGPU: available (${webgpu.adapter.name || webgpu.adapter.driver || 'adapter'}; check error ${webgpu.max_abs_error.toExponential(1)})`
     : `WebGPU: not available (${webgpu.reason})`;
-  return `${cpu} · ${gpu} · training runs on the CPU`;
+  return `${cpu} · ${gpu}`;
+}
+
+function showTrainingBackend(backend, reason) {
+  const status = $('status');
+  status.dataset.trainingBackend = backend;
+  const where = backend === 'webgpu'
+    ? `Training on WebGPU (${adapterName(webgpuInfo)})`
+    : `Training on the CPU (${cpuDescription(runtimeInfo)}${reason ? `; ${reason}` : ''})`;
+  status.textContent = `${where} · ${describeRuntime(runtimeInfo, webgpuInfo)}`;
 }
 
 const handlers = {
   ready({ runtime, webgpu }) {
+    runtimeInfo = runtime;
+    webgpuInfo = webgpu;
+    showBackendChoice();
     $('status').textContent = describeRuntime(runtime, webgpu);
     $('status').dataset.threads = runtime.distinct_threads;
     $('status').dataset.threadedBuild = runtime.threaded_build;
@@ -80,10 +137,17 @@ const handlers = {
     drawImage($('data-preview'), preview);
     $('train').disabled = false;
   },
+  backend({ backend, reason }) {
+    showTrainingBackend(backend, reason);
+  },
+  notice({ message }) {
+    showNotice(message);
+  },
   epoch({ report, filters, samples, steps }) {
     chart.add(report.epoch, report.reconstruction_error);
     const item = document.createElement('li');
     item.dataset.epoch = report.epoch;
+    item.dataset.error = report.reconstruction_error;
     item.textContent = `error ${report.reconstruction_error.toFixed(5)} · ${report.seconds.toFixed(2)} s · ${Math.round(report.cases_per_second).toLocaleString()} cases/s`;
     $('epoch-log').append(item);
     $('progress').value = report.epoch;

@@ -53,23 +53,79 @@ async function loadDefaultData() {
   post('data', { summary, preview: playground.data_preview(100, 20) });
 }
 
-async function train(config) {
+// Posts one epoch: the report, the first-layer filters and a few more Gibbs steps.
+function postEpoch(event, state, config) {
+  if (!state.chainsStarted) {
+    playground.start_chains(10, true, BigInt(config.rbm.seed));
+    state.chainsStarted = true;
+  }
+  const samples = playground.advance_chains(20, 10);
+  post('epoch', { layer: event.layer, report: event.report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
+}
+
+// The WebGPU device, created once per worker and reused across layers and runs. Resolves to
+// the adapter summary, or throws when there is none.
+let gpuSummary = null;
+async function connectGpu() {
+  if (!gpuSummary) gpuSummary = await playground.gpu_connect();
+  return gpuSummary;
+}
+
+// Trains the layer just started on the GPU, epoch by epoch. On a failed epoch the layer
+// continues on the CPU from the last downloaded weights.
+async function trainLayerOnGpu(state, config) {
+  const reason = playground.gpu_begin_layer();
+  if (reason) {
+    gpuSummary = null; // the next run asks for the device again if this one lost it
+    post('notice', { message: `This layer trains on the CPU: ${reason}` });
+    post('backend', { backend: 'cpu', reason });
+    return;
+  }
+  while (playground.gpu_layer_active()) {
+    if (stopRequested) playground.cancel();
+    if (!playground.gpu_layer_active()) break;
+    let event;
+    try {
+      event = await playground.gpu_epoch();
+    } catch (error) {
+      const message = String(error.message || error);
+      playground.gpu_fall_back();
+      gpuSummary = null;
+      state.useGpu = false;
+      post('notice', { message: `WebGPU failed (${message}); continuing on the CPU` });
+      post('backend', { backend: 'cpu', reason: 'WebGPU failed' });
+      return;
+    }
+    postEpoch(event, state, config);
+    await yieldToEvents();
+  }
+}
+
+async function train(config, backend) {
   stopSampling();
   stopRequested = false;
   playground.start_training(config);
-  let chainsStarted = false;
+  const state = { chainsStarted: false, useGpu: false };
+  if (backend === 'webgpu') {
+    try {
+      const adapter = await connectGpu();
+      state.useGpu = true;
+      post('backend', { backend: 'webgpu', adapter });
+    } catch (error) {
+      post('notice', { message: `WebGPU could not start (${String(error.message || error)}); training on the CPU` });
+      post('backend', { backend: 'cpu', reason: 'WebGPU could not start' });
+    }
+  } else {
+    post('backend', { backend: 'cpu' });
+  }
   while (!playground.training_finished()) {
     if (stopRequested) playground.cancel();
     const event = playground.step();
     if (event.event === 'epoch') {
-      if (!chainsStarted) {
-        playground.start_chains(10, true, BigInt(config.rbm.seed));
-        chainsStarted = true;
-      }
-      const samples = playground.advance_chains(20, 10);
-      post('epoch', { layer: event.layer, report: event.report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
+      postEpoch(event, state, config);
     } else {
       post(event.event, event);
+      if (event.event === 'layer_started' && state.useGpu) await trainLayerOnGpu(state, config);
     }
     await yieldToEvents();
   }
@@ -95,7 +151,7 @@ function stopSampling() {
 
 self.onmessage = async ({ data: message }) => {
   try {
-    if (message.type === 'train') await train(message.config);
+    if (message.type === 'train') await train(message.config, message.backend);
     else if (message.type === 'stop') stopRequested = true;
   } catch (error) {
     post('error', { where: message.type, message: String(error.message || error) });

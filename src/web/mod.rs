@@ -9,11 +9,16 @@ use crate::gpu::{affine_sigmoid, GpuContext};
 use crate::model::Dbn;
 use crate::report::image_grid::{self, RgbaImage, Scaling};
 use crate::sample::GenerativeChains;
-use crate::train::{GreedyTrainer, StackConfig};
+use crate::gpu::trainer::{check_supported, GpuCdTrainer};
+use crate::train::{CdTrainer, GreedyEvent, GreedyTrainer, StackConfig};
 use serde::Serialize;
+use std::cell::RefCell;
+use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 mod bench;
+mod gpu_training;
+use gpu_training::{GpuLayer, GpuState};
 pub use bench::bench_cpu;
 
 #[cfg(feature = "threads")]
@@ -90,13 +95,17 @@ pub struct Playground {
     data: Option<Dataset>,
     trainer: Option<GreedyTrainer>,
     chains: Option<GenerativeChains>,
+    /// WebGPU training of the current layer (see `gpu_training`).
+    gpu: Rc<RefCell<GpuState>>,
+    /// The current layer continued on the CPU after the device failed mid-layer.
+    fallback: Option<CdTrainer>,
 }
 
 #[wasm_bindgen]
 impl Playground {
     #[wasm_bindgen(constructor)]
     pub fn new() -> Playground {
-        Playground { data: None, trainer: None, chains: None }
+        Playground { data: None, trainer: None, chains: None, gpu: Rc::new(RefCell::new(GpuState::default())), fallback: None }
     }
 
     /// Parses IDX images (and optional labels), raw or gzip. The new data replaces the old only
@@ -138,7 +147,14 @@ impl Playground {
     fn model(&self) -> Option<Dbn> {
         let trainer = self.trainer.as_ref()?;
         let mut dbn = trainer.dbn.clone();
-        dbn.layers.extend(trainer.current_trainer().map(|t| t.rbm.clone()));
+        let gpu = self.gpu.borrow();
+        let synced = gpu.layer.as_ref().and_then(|l| l.synced.as_ref()).map(|s| s.0.clone());
+        let current = match (&self.fallback, synced) {
+            (Some(fallback), _) => Some(fallback.rbm.clone()),
+            (None, Some(rbm)) => Some(rbm),
+            (None, None) => trainer.current_trainer().map(|t| t.rbm.clone()),
+        };
+        dbn.layers.extend(current);
         (!dbn.layers.is_empty()).then_some(dbn)
     }
 
@@ -158,6 +174,8 @@ impl Playground {
         let trainer = GreedyTrainer::new(config, self.data()?).map_err(js_error)?;
         self.trainer = Some(trainer);
         self.chains = None;
+        self.fallback = None;
+        self.release_gpu_layer();
         Ok(())
     }
 
@@ -168,16 +186,158 @@ impl Playground {
     /// One unit of work (initialise a layer, one epoch, or close a layer); returns the
     /// `GreedyEvent` describing it.
     pub fn step(&mut self) -> Result<JsValue, JsError> {
+        self.settle_gpu_layer()?;
         let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
         let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
+        if let Some(fallback) = &mut self.fallback {
+            let layer = trainer.current_layer();
+            if !fallback.finished() {
+                let report = fallback.train_epoch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
+                return to_js(&GreedyEvent::Epoch { layer, report, metrics: None });
+            }
+            let stop = fallback.stopped.expect("finished");
+            let fallback = self.fallback.take().expect("checked above");
+            trainer.adopt_trained_layer(fallback.rbm, fallback.epoch, stop).map_err(js_error)?;
+        }
         let event = trainer.step(&CpuBackend, data).map_err(js_error)?;
         to_js(&event)
+    }
+
+    /// Creates the WebGPU device once (later calls reuse it); resolves to the adapter summary.
+    pub fn gpu_connect(&self) -> js_sys::Promise {
+        let state = self.gpu.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let has_device = state.borrow().ctx.is_some() || state.borrow().layer.is_some();
+            if !has_device {
+                let ctx = GpuContext::new().await.map_err(|e| JsValue::from(JsError::new(&e.to_string())))?;
+                state.borrow_mut().ctx = Some(ctx);
+            }
+            let gpu = state.borrow();
+            let summary = match (&gpu.ctx, &gpu.layer) {
+                (Some(ctx), _) => ctx.summary(),
+                (None, Some(layer)) => layer.trainer.as_ref().map(|t| t.context().summary()).ok_or_else(|| JsValue::from_str("the device is busy"))?,
+                (None, None) => return Err(JsValue::from_str("no WebGPU device")),
+            };
+            to_js(&summary).map_err(JsValue::from)
+        })
+    }
+
+    /// Moves the layer just started (after its `layer_started` event) onto the GPU. Returns
+    /// `null` when it trains there, or the reason it stays on the CPU (unsupported settings,
+    /// no device).
+    pub fn gpu_begin_layer(&mut self) -> Result<Option<String>, JsError> {
+        let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
+        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
+        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer has been started"))?;
+        if let Err(e) = check_supported(&cpu.config) {
+            return Ok(Some(e.to_string()));
+        }
+        let mut gpu = self.gpu.borrow_mut();
+        if gpu.layer.is_some() {
+            return Err(JsError::new("a layer is already training on the GPU"));
+        }
+        let Some(ctx) = gpu.ctx.take() else { return Ok(Some("no WebGPU device".into())) };
+        match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(data)) {
+            Ok(gpu_trainer) => {
+                gpu.layer = Some(GpuLayer { layer: trainer.current_layer(), trainer: Some(gpu_trainer), synced: None });
+                gpu.failure = None;
+                Ok(None)
+            }
+            Err(e) => Ok(Some(e.to_string())),
+        }
+    }
+
+    /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
+    pub fn gpu_layer_active(&self) -> bool {
+        self.gpu.borrow().layer.as_ref().is_some_and(|l| l.trainer.is_some() && l.finished().is_none())
+    }
+
+    /// One epoch on the GPU, then a download of the weights; resolves to the same `epoch`
+    /// event as `step()`. On failure (device loss) it rejects; call `gpu_fall_back` next.
+    pub fn gpu_epoch(&self) -> js_sys::Promise {
+        let state = self.gpu.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let (layer, mut trainer) = {
+                let mut gpu = state.borrow_mut();
+                let layer = gpu.layer.as_mut().ok_or_else(|| JsValue::from_str("no layer is training on the GPU"))?;
+                (layer.layer, layer.trainer.take().ok_or_else(|| JsValue::from_str("a GPU epoch is already running"))?)
+            };
+            let outcome = match trainer.train_epoch().await {
+                Ok(report) => trainer.download_rbm().await.map(|rbm| (report, rbm)).map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let mut gpu = state.borrow_mut();
+            match outcome {
+                Ok((report, rbm)) => {
+                    let entry = gpu.layer.as_mut().expect("the layer stays while its epoch runs");
+                    entry.synced = Some((rbm, trainer.epoch, trainer.rates.clone()));
+                    entry.trainer = Some(trainer);
+                    to_js(&GreedyEvent::Epoch { layer, report, metrics: None }).map_err(JsValue::from)
+                }
+                Err(message) => {
+                    // The device (and the trainer with it) is dropped; a later run makes a new one.
+                    gpu.failure = Some(message.clone());
+                    Err(JsValue::from(JsError::new(&message)))
+                }
+            }
+        })
+    }
+
+    /// After a failed `gpu_epoch`: the layer continues on the CPU from the weights of the last
+    /// downloaded epoch (or from its initialisation if none finished).
+    pub fn gpu_fall_back(&mut self) -> Result<(), JsError> {
+        let layer = self.gpu.borrow_mut().layer.take();
+        let Some(GpuLayer { synced, .. }) = layer else { return Ok(()) };
+        let Some((rbm, epoch, rates)) = synced else { return Ok(()) };
+        let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
+        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model is being trained"))?;
+        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?;
+        let mut config = cpu.config.clone();
+        config.init_trials = 1;
+        let mut fallback = CdTrainer::new(config, &CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
+        fallback.rbm = rbm;
+        fallback.epoch = epoch;
+        fallback.rates = rates;
+        self.fallback = Some(fallback);
+        Ok(())
+    }
+
+    /// When the GPU layer has finished: hands its weights to the greedy trainer (the next
+    /// `step` closes the layer) and keeps the device for the next layer.
+    fn settle_gpu_layer(&mut self) -> Result<(), JsError> {
+        let mut gpu = self.gpu.borrow_mut();
+        let Some(stop) = gpu.layer.as_ref().and_then(|l| l.finished()) else { return Ok(()) };
+        let layer = gpu.layer.take().expect("checked above");
+        let gpu_trainer = layer.trainer.expect("finished implies present");
+        gpu.ctx = Some(gpu_trainer.into_context());
+        drop(gpu);
+        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
+        // Stopped before its first epoch: the layer keeps its initialisation.
+        let (rbm, epochs) = match layer.synced {
+            Some((rbm, epochs, _)) => (rbm, epochs),
+            None => (trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?.rbm.clone(), 0),
+        };
+        trainer.adopt_trained_layer(rbm, epochs, stop).map_err(js_error)
+    }
+
+    /// Drops a GPU layer of an abandoned run, keeping the device.
+    fn release_gpu_layer(&mut self) {
+        let mut gpu = self.gpu.borrow_mut();
+        if let Some(trainer) = gpu.layer.take().and_then(|l| l.trainer) {
+            gpu.ctx = Some(trainer.into_context());
+        }
     }
 
     /// Ends the layer in training after its current epoch (Stop).
     pub fn cancel(&mut self) {
         if let Some(trainer) = &mut self.trainer {
             trainer.cancel_layer();
+        }
+        if let Some(fallback) = &mut self.fallback {
+            fallback.cancel();
+        }
+        if let Some(trainer) = self.gpu.borrow_mut().layer.as_mut().and_then(|l| l.trainer.as_mut()) {
+            trainer.cancel();
         }
     }
 

@@ -18,8 +18,8 @@ before(async () => {
 });
 after(async () => browser?.close());
 
-async function openPage(isolate) {
-  const server = await startServer({ root, port: 0, isolate });
+async function openPage(isolate, hash = 'hidden=64&epochs=3&seed=2&backend=cpu', server = null) {
+  server ??= await startServer({ root, port: 0, isolate });
   const page = await browser.newPage();
   const problems = [];
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
@@ -27,8 +27,34 @@ async function openPage(isolate) {
     if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
   });
   // A short run keeps the suite quick; the hash is how users share settings too.
-  await page.goto(`${server.url.replace(/\/$/, "")}/#hidden=64&epochs=3&seed=2`);
+  // The two build tests pin the CPU (SwiftShader's WebGPU would be slow on 64 hidden units);
+  // the WebGPU test below trains a small model both ways.
+  await page.goto(`${server.url.replace(/\/$/, "")}/#${hash}`);
   return { server, page, problems };
+}
+
+async function filterStats(page) {
+  return page.evaluate(() => {
+    const canvas = document.getElementById('filters');
+    const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    const greys = new Set();
+    for (let k = 0; k < pixels.length; k += 4) greys.add(pixels[k]);
+    return { width: canvas.width, height: canvas.height, distinctGreys: greys.size };
+  });
+}
+
+// Trains with the page's settings until it reports done; returns the errors and what ran.
+async function trainToEnd(page) {
+  await page.waitForFunction(() => !document.getElementById('train').disabled, null, { timeout: 60_000 });
+  await page.click('#train');
+  await page.waitForFunction(() => /^Done|^Stopped/.test(document.getElementById('progress-text').textContent) && !document.getElementById('train').disabled, null, { timeout: 180_000 });
+  return page.evaluate(() => ({
+    errors: [...document.querySelectorAll('#epoch-log li')].map((li) => Number(li.dataset.error)),
+    log: [...document.querySelectorAll('#epoch-log li')].map((li) => li.textContent),
+    backend: document.getElementById('status').dataset.trainingBackend,
+    status: document.getElementById('status').textContent,
+    notice: document.getElementById('train-notice').hidden ? '' : document.getElementById('train-notice').textContent,
+  }));
 }
 
 async function trainAndCheck(page) {
@@ -84,4 +110,45 @@ test('single-threaded build: a plain static server falls back without errors', a
     await page.close();
     await server.close();
   }
+});
+
+test('webgpu training in the page matches the CPU', async () => {
+  const settings = 'hidden=16&epochs=2&batch=100&seed=3';
+  const runs = {};
+  let server = null;
+  try {
+    for (const backend of ['webgpu', 'cpu']) {
+      const opened = await openPage(true, `${settings}&backend=${backend}`, server);
+      server = opened.server;
+      const { page, problems } = opened;
+      try {
+        const started = Date.now();
+        const run = await trainToEnd(page);
+        run.seconds = (Date.now() - started) / 1000;
+        run.filters = await filterStats(page);
+        run.hash = await page.evaluate(() => location.hash);
+        runs[backend] = run;
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await server?.close();
+  }
+  const { webgpu, cpu } = runs;
+  console.log(`# webgpu run ${webgpu.seconds.toFixed(1)} s, cpu run ${cpu.seconds.toFixed(1)} s; errors ${JSON.stringify(webgpu.errors)} vs ${JSON.stringify(cpu.errors)}`);
+  console.log(`# webgpu epochs: ${webgpu.log.join(' | ')}; status: ${webgpu.status}`);
+  assert.match(webgpu.hash, /backend=webgpu/);
+  assert.equal(webgpu.backend, 'webgpu', `${webgpu.status} ${webgpu.notice}`);
+  assert.match(webgpu.status, /Training on WebGPU \(/);
+  assert.equal(cpu.backend, 'cpu', cpu.status);
+  assert.match(cpu.status, /Training on the CPU \(/);
+  assert.ok(webgpu.errors.length >= 2, `epochs reported on WebGPU: ${webgpu.errors.length}`);
+  assert.equal(webgpu.errors.length, cpu.errors.length);
+  assert.ok(webgpu.filters.distinctGreys > 50, `filter canvas looks blank: ${JSON.stringify(webgpu.filters)}`);
+  webgpu.errors.forEach((error, k) => {
+    const relative = Math.abs(error - cpu.errors[k]) / Math.abs(cpu.errors[k]);
+    assert.ok(Number.isFinite(error) && relative <= 1e-3, `epoch ${k + 1}: WebGPU ${error} vs CPU ${cpu.errors[k]} (relative ${relative})`);
+  });
 });

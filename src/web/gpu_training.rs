@@ -1,0 +1,33 @@
+//! WebGPU training for the page: the state behind `Playground::gpu_*`. The GPU trainer lives in
+//! an `Rc<RefCell<..>>` so that an exported method can hand a `'static` future to
+//! `future_to_promise`: the trainer is moved out for the await and moved back afterwards.
+//! After every epoch the weights are downloaded (cheap at the page's sizes), so the filters
+//! can be drawn and, if the device is lost, the CPU continues from the last synced epoch.
+
+use crate::gpu::trainer::GpuCdTrainer;
+use crate::gpu::GpuContext;
+use crate::model::Rbm;
+use crate::train::schedule::{RateState, StopReason};
+
+pub(super) struct GpuLayer {
+    pub layer: usize,
+    /// `None` only while an epoch is awaited.
+    pub trainer: Option<GpuCdTrainer>,
+    /// The weights after the last downloaded epoch, with that epoch and its rates.
+    pub synced: Option<(Rbm, usize, RateState)>,
+}
+
+#[derive(Default)]
+pub(super) struct GpuState {
+    /// The device, created once and reused across layers and runs while idle.
+    pub ctx: Option<GpuContext>,
+    pub layer: Option<GpuLayer>,
+    /// The message of the last failed epoch (device loss), until the page falls back.
+    pub failure: Option<String>,
+}
+
+impl GpuLayer {
+    pub fn finished(&self) -> Option<StopReason> {
+        self.trainer.as_ref().and_then(|t| t.stopped)
+    }
+}
