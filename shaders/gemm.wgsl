@@ -18,6 +18,8 @@
 //   BM, BN, BK     tile of C per workgroup (BM × BN) and depth of one k step
 //   TM, TN         outputs per invocation (TM × TN, each 4 or 8); WG_X = BN/TN, WG_Y = BM/TM
 //   A_TRANS, A_U8, A_GATHER, B_TRANS  operand layouts (bool)
+//   A_STRIDE, B_STRIDE  row strides in vec4 of a_tile and b_tile (BM/4 or BN/4, plus one of
+//                  padding where the slab is stored along k, against bank conflicts)
 // Runtime options (flags): ACCUMULATE, BIAS, SIGMOID, SAMPLE, so one pipeline per layout
 // serves every epilogue.
 //
@@ -94,8 +96,8 @@ struct Slot {
 @group(0) @binding(7) var<storage, read> order: array<u32>;
 @group(0) @binding(8) var<storage, read_write> partials: array<f32>; // splits × m × n, packed
 
-var<workgroup> a_tile: array<vec4<f32>, BK * BM / 4u>;
-var<workgroup> b_tile: array<vec4<f32>, BK * BN / 4u>;
+var<workgroup> a_tile: array<vec4<f32>, BK * A_STRIDE>;
+var<workgroup> b_tile: array<vec4<f32>, BK * B_STRIDE>;
 
 // byte / 255 rounded exactly like the CPU's `f32::from(b) / 255.0`, with integers only (float
 // tricks are not safe: WGSL division may be off by 2.5 ulp, and Vulkan compilers may reassociate
@@ -184,12 +186,12 @@ fn fetch_b(n0: u32, k0: u32, k_end: u32, tid: u32, q: u32) -> vec4<f32> {
 
 fn put_a(l: u32, value: f32) {
     let at = a_slot(l);
-    a_tile[at.y * (BM / 4u) + at.x / 4u][at.x % 4u] = value;
+    a_tile[at.y * A_STRIDE + at.x / 4u][at.x % 4u] = value;
 }
 
 fn put_b(l: u32, value: f32) {
     let at = b_slot(l);
-    b_tile[at.y * (BN / 4u) + at.x / 4u][at.x % 4u] = value;
+    b_tile[at.y * B_STRIDE + at.x / 4u][at.x % 4u] = value;
 }
 
 fn stash_a(tid: u32, q: u32, v: vec4<f32>) {
@@ -401,19 +403,19 @@ fn main(
             }
         }
         for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let a0 = a_tile[kk * (BM / 4u) + ty];
-            let b0 = b_tile[kk * (BN / 4u) + tx];
+            let a0 = a_tile[kk * A_STRIDE + ty];
+            let b0 = b_tile[kk * B_STRIDE + tx];
             c00 = outer_add(c00, a0, b0);
             if (TN == 8u) {
-                let b1 = b_tile[kk * (BN / 4u) + tx + WG_X];
+                let b1 = b_tile[kk * B_STRIDE + tx + WG_X];
                 c01 = outer_add(c01, a0, b1);
                 if (TM == 8u) {
-                    let a1 = a_tile[kk * (BM / 4u) + ty + WG_Y];
+                    let a1 = a_tile[kk * A_STRIDE + ty + WG_Y];
                     c11 = outer_add(c11, a1, b1);
                 }
             }
             if (TM == 8u) {
-                let a1 = a_tile[kk * (BM / 4u) + ty + WG_Y];
+                let a1 = a_tile[kk * A_STRIDE + ty + WG_Y];
                 c10 = outer_add(c10, a1, b0);
             }
         }

@@ -27,7 +27,9 @@
 //! loads, and split k (a second, summing dispatch) for small outputs with long k. Measured on an
 //! NVIDIA H100 through Vulkan (release build, `throughput_table` in tests/gpu_kernels_gemm.rs):
 //! 8192³ 25 TFLOP/s (cuBLAS: 33.5), 192 × 4096 × 11008 18, 100 × 784 × 500 3.2 (≈ 25 µs a
-//! product, latency-bound), 784 × 100 × 500 (the gradient) 4.5.
+//! product, latency-bound), 784 × 100 × 500 (the gradient) 4.5. With the padded k-major tiles
+//! and split k for long-k mid-sized outputs (`deepbelief bench`, 2026-11-22): 192 × 11008 × 4096
+//! NN 19.9, NT (C = A·Bᵀ, 192 × 4096 output, k = 11008) 19.2 (was 9.0), TN 23.6.
 //!
 //! Sharing rules (WebGPU's): an op's output buffers (C, samples) must differ from each other and
 //! from every input buffer of the same op; `prepare` returns an error otherwise.
@@ -101,13 +103,22 @@ impl Tiling {
     }
 }
 
-/// Split-k factor for an `m × n × k` product: 1 when the output has ≥ 128 tiles, else about 5
+/// Split-k factor for an `m × n × k` product: with 128–511 tiles and k ≥ 2048, enough splits
+/// (chunks of ≥ 1024) for about 1024 workgroups (H100: 192 × 11008 × 4096 NT from 12.7 to
+/// 19.2 TFLOP/s); 1 for other outputs of ≥ 128 tiles; else about 5
 /// k steps per split, at most 512 workgroups in all and 16 splits (H100: 100 × 784 × 500 goes
 /// from 0.9 to 3.2 TFLOP/s with 8–9 splits, 192 × 576 × 1024 from 3.6 to 7.4 with 7–8).
 pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
     let tiles = tiling.tiles(m, n).max(1);
     if tiles >= 128 {
-        return 1;
+        // Mid-sized outputs with long k (the hidden → visible product of a wide layer,
+        // 192 × 4096 × 11008: 192 Medium tiles, under two waves of an H100's 132 SMs) still
+        // leave most of the GPU idle: split k into chunks of at least 1024 until about 1024
+        // workgroups are in flight.
+        if tiles >= 512 || k < 2048 {
+            return 1;
+        }
+        return 1024u32.div_ceil(tiles).min(k / 1024).clamp(1, 8);
     }
     let by_k = k / (5 * tiling.dims().bk);
     512u32.div_ceil(tiles).min(by_k).clamp(1, 16)
@@ -441,6 +452,12 @@ impl GemmKernels {
                     ("A_U8", Const::Bool(a_u8)),
                     ("A_GATHER", Const::Bool(a_gather)),
                     ("B_TRANS", Const::Bool(op.b_transposed)),
+                    // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of
+                    // padding where the slab is filled along k, so that the 16 invocations
+                    // storing one row's k values hit different banks (unpadded, they all hit
+                    // the same bank: a 16-way conflict on every stash).
+                    ("A_STRIDE", Const::U32(d.bm / 4 + u32::from(!op.a_transposed))),
+                    ("B_STRIDE", Const::U32(d.bn / 4 + u32::from(op.b_transposed))),
                 ],
                 true,
             )

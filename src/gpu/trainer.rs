@@ -31,8 +31,8 @@
 //! Vulkan, 2026-11-22): 784 × 500 CD-1, batches of 100, 60,000 cases (the 10k MNIST file tiled
 //! 6×): 0.078 s per epoch (PyTorch 2.11 fp32, TF32 off, the same loop in
 //! `bench/torch_rbm.py`: 0.32 s, launch-bound). Raina et al. (2009) Table 2 shapes, batches of 192:
-//! 576×1024 1.03 s per million examples, 1024×4096 3.94, 2304×16000 25.2, 4096×11008 30.7
-//! (PyTorch: 16.3; our `hidden → visible` GEMM at 9 TFLOP/s is the bottleneck there).
+//! 576×1024 0.95 s per million examples, 1024×4096 3.51, 2304×16000 21.7, 4096×11008 24.7
+//! (PyTorch: 16.3; before the NT GEMM fix, 30.7 with `hidden → visible` at 9 TFLOP/s).
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
 //! Not supported (constructing returns an error naming the setting, so callers can fall back to
