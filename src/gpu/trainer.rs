@@ -62,31 +62,9 @@ use rand_chacha::ChaCha8Rng;
 /// Batches recorded per submission.
 pub const BATCHES_PER_SUBMIT: usize = 64;
 
-const GATHER_SHADER: &str = r#"
-struct GatherParams { rows: u32, width: u32, is_u8: u32, pad: u32 }
-struct Slot { step: vec2<u32>, row_shift: u32, _pad: u32 }
-@group(0) @binding(0) var<uniform> params: GatherParams;
-@group(0) @binding(1) var<uniform> slot: Slot;
-@group(0) @binding(2) var<storage, read> data: array<u32>;
-@group(0) @binding(3) var<storage, read> order: array<u32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * 256u;
-    if (i >= params.rows * params.width) {
-        return;
-    }
-    let r = i / params.width;
-    let c = i % params.width;
-    let at = order[slot.row_shift + r] * params.width + c;
-    if (params.is_u8 != 0u) {
-        out[i] = byte_to_unit((data[at >> 2u] >> ((at & 3u) * 8u)) & 0xFFu);
-    } else {
-        out[i] = bitcast<f32>(data[at]);
-    }
-}
-"#;
+/// `shaders/gather.wgsl`; `byte_to_unit` is appended from gemm.wgsl so both kernels convert
+/// pixels identically.
+const GATHER_SHADER: &str = include_str!("../../shaders/gather.wgsl");
 
 /// `byte_to_unit` of gemm.wgsl (exactly the CPU's `b as f32 / 255.0`), reused verbatim.
 fn byte_to_unit_source() -> &'static str {

@@ -1,0 +1,34 @@
+// gather.wgsl: copies one batch of cases, in shuffled order, from the resident data into a
+// dense f32 matrix (the positive-phase visible batch the bias steps, the squared error and the
+// gradient read).
+//
+//   out[r, c] = value(data, order[slot.row_shift + r] * width + c)
+//
+// Layout: `data` holds the whole training set, either u8 pixels packed 4 per u32 (is_u8 = 1;
+// value = byte / 255 via gemm.wgsl's byte_to_unit, appended at pipeline creation) or f32 bits;
+// `order` is the epoch's shuffled case index; `out` is rows x width, row-major. One invocation
+// per output element, workgroups of 256 folded into a 2-D grid. CPU reference:
+// Dataset::gather_into.
+struct GatherParams { rows: u32, width: u32, is_u8: u32, pad: u32 }
+struct Slot { step: vec2<u32>, row_shift: u32, _pad: u32 }
+@group(0) @binding(0) var<uniform> params: GatherParams;
+@group(0) @binding(1) var<uniform> slot: Slot;
+@group(0) @binding(2) var<storage, read> data: array<u32>;
+@group(0) @binding(3) var<storage, read> order: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= params.rows * params.width) {
+        return;
+    }
+    let r = i / params.width;
+    let c = i % params.width;
+    let at = order[slot.row_shift + r] * params.width + c;
+    if (params.is_u8 != 0u) {
+        out[i] = byte_to_unit((data[at >> 2u] >> ((at & 3u) * 8u)) & 0xFFu);
+    } else {
+        out[i] = bitcast<f32>(data[at]);
+    }
+}
