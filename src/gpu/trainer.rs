@@ -54,7 +54,7 @@ use crate::rng::{Purpose, RngStream};
 use crate::train::config::CdConfig;
 use crate::train::contrastive_divergence::EpochReport;
 use crate::train::init::trial_rng;
-use crate::train::schedule::{ChainLength, Convergence, RateState, StopReason};
+use crate::train::schedule::{close_epoch, ChainLength, Convergence, RateState, StopReason};
 use crate::train::{CdTrainer, TrainError};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -502,15 +502,11 @@ impl GpuCdTrainer {
         }
         self.epoch += 1;
         let increment_ratio = (figures.max_increment / max_weight.max(1e-30)) as f64;
-        let mut stop = self.convergence.after_epoch(increment_ratio);
+        // The device adapted the rates batch by batch; the epoch-level rules run here.
         self.rates.learning_rate = state.learning_rate;
         self.rates.momentum = state.momentum;
-        self.rates.after_epoch(self.epoch, self.convergence.epochs_without_improvement);
+        let stop = close_epoch(&mut self.convergence, &mut self.rates, &mut self.chain_length, self.epoch, self.config.epochs, increment_ratio);
         schedule::set_rates(&self.ctx.queue, &self.b.state, self.rates.learning_rate, self.rates.momentum);
-        self.chain_length.end_epoch();
-        if stop.is_none() && self.epoch >= self.config.epochs {
-            stop = Some(StopReason::MaxEpochs);
-        }
         self.stopped = stop;
         let seconds = now_seconds() - started;
         Ok(EpochReport {

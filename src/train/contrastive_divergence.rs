@@ -12,7 +12,7 @@
 use super::config::CdConfig;
 use super::init::{initialise_by_trials, trial_rng};
 use super::penalties::SparsityEstimate;
-use super::schedule::{ChainLength, Convergence, RateState, StopReason};
+use super::schedule::{close_epoch, ChainLength, Convergence, RateState, StopReason};
 use super::weights_update::{update_bias, update_weights, WeightStep};
 use super::TrainError;
 use crate::backend::{Activation, Backend};
@@ -169,12 +169,7 @@ impl CdTrainer {
         self.epoch += 1;
         let max_weight = self.rbm.weights.iter().fold(0.0f32, |m, w| m.max(w.abs())).max(1e-30);
         let increment_ratio = (max_increment / max_weight) as f64;
-        let mut stop = self.convergence.after_epoch(increment_ratio);
-        self.rates.after_epoch(self.epoch, self.convergence.epochs_without_improvement);
-        self.chain_length.end_epoch();
-        if stop.is_none() && self.epoch >= self.config.epochs {
-            stop = Some(StopReason::MaxEpochs);
-        }
+        let stop = close_epoch(&mut self.convergence, &mut self.rates, &mut self.chain_length, self.epoch, self.config.epochs, increment_ratio);
         self.stopped = stop;
         let seconds = now_seconds() - started;
         Ok(EpochReport {

@@ -166,3 +166,20 @@ impl Convergence {
         }
     }
 }
+
+/// The end-of-epoch bookkeeping every trainer shares (CPU and GPU alike): the convergence
+/// tests, the rate schedule, the chain length, and the epoch limit. Returns why training
+/// stops, if it does.
+pub fn close_epoch(
+    convergence: &mut Convergence,
+    rates: &mut RateState,
+    chain_length: &mut ChainLength,
+    epochs_done: usize,
+    max_epochs: usize,
+    increment_ratio: f64,
+) -> Option<StopReason> {
+    let stop = convergence.after_epoch(increment_ratio);
+    rates.after_epoch(epochs_done, convergence.epochs_without_improvement);
+    chain_length.end_epoch();
+    stop.or((epochs_done >= max_epochs).then_some(StopReason::MaxEpochs))
+}
