@@ -5,7 +5,7 @@
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend};
 use deepbelief::data::idx::load_idx_dataset;
-use deepbelief::data::{CaseValues, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::eval::{
     ais_log_likelihood, ais_log_partition, base_rate_visible_bias, exact_gradient, exact_log_likelihood, exact_log_partition, free_energy, free_energy_f64, log_partition_by_enumerating,
     softplus, AisConfig, AisEstimate, AisSchedule, EnumeratedSide, EvalError,
@@ -28,16 +28,7 @@ fn random_rbm(visible_units: VisibleUnits, n_visible: usize, n_hidden: usize, we
 }
 
 fn float_dataset(n_inputs: usize, values: Vec<f32>) -> Dataset {
-    Dataset {
-        name: "hand-made".into(),
-        n_cases: values.len() / n_inputs,
-        n_inputs,
-        image_shape: None,
-        values: CaseValues::Floats(values),
-        labels: None,
-        input_names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
-        targets: None,
-    }
+    Dataset::from_floats("hand-made", n_inputs, values)
 }
 
 /// The bits of `state` as 0/1 values, unit 0 first.

@@ -4,7 +4,7 @@
 //! against the model's own reconstruction error and the cross-entropy written out.
 
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{CaseValues, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::eval::{free_energy, free_energy_f64, hidden_unit_statistics, mean_free_energy, pseudo_log_likelihood, reconstruction_errors, EvalError};
 use deepbelief::model::{Rbm, VisibleUnits};
 use rand::{Rng, SeedableRng};
@@ -20,16 +20,7 @@ fn random_rbm(visible_units: VisibleUnits, n_visible: usize, n_hidden: usize, sc
 }
 
 fn float_dataset(n_inputs: usize, values: Vec<f32>) -> Dataset {
-    Dataset {
-        name: "hand-made".into(),
-        n_cases: values.len() / n_inputs,
-        n_inputs,
-        image_shape: None,
-        values: CaseValues::Floats(values),
-        labels: None,
-        input_names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
-        targets: None,
-    }
+    Dataset::from_floats("hand-made", n_inputs, values)
 }
 
 fn sigmoid(x: f64) -> f64 {

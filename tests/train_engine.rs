@@ -4,7 +4,7 @@
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::idx::load_idx_dataset;
-use deepbelief::data::{CaseValues, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::model::VisibleUnits;
 use deepbelief::sample::GenerativeChains;
 use deepbelief::train::{CdConfig, CdTrainer, GreedyEvent, GreedyTrainer, StackConfig, StopReason};
@@ -77,7 +77,7 @@ fn prototypes(n: usize) -> Dataset {
             if (k * 2654435761usize) % 97 < 5 { 1.0 - bit } else { bit }
         })
         .collect();
-    Dataset { name: "prototypes".into(), n_cases: n, n_inputs: 12, image_shape: None, values: CaseValues::Floats(values), labels: None, input_names: vec![], targets: None }
+    Dataset::from_floats("prototypes", 12, values)
 }
 
 #[test]
@@ -138,7 +138,7 @@ fn gaussian_visible_rbm_learns_standardised_data() {
             values[c * d + input] = (values[c * d + input] - mean) / sd;
         }
     }
-    let data = Dataset { name: "clusters".into(), n_cases: n, n_inputs: d, image_shape: None, values: CaseValues::Floats(values), labels: None, input_names: vec![], targets: None };
+    let data = Dataset::from_floats("clusters", d, values);
     let config = CdConfig { n_hidden: 4, visible_units: VisibleUnits::Gaussian, epochs: 30, learning_rate: 0.01, mean_field_visible: false, ..CdConfig::hinton() };
     let mut trainer = CdTrainer::new(config, &CpuBackend, &data).unwrap();
     let initial = trainer.rbm.reconstruction_error(&CpuBackend, &data, n);

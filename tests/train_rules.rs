@@ -2,7 +2,7 @@
 //! Each schedule, convergence and penalty rule against values computed by hand.
 
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{CaseValues, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::model::{Rbm, VisibleUnits};
 use deepbelief::train::init::{initialise_by_trials, trial_rng};
 use deepbelief::train::penalties::{sparsity_derivative, SparsityEstimate};
@@ -152,16 +152,7 @@ fn batches_by_count_or_by_size() {
 
 fn tiny_data(n_cases: usize, n_inputs: usize) -> Dataset {
     let values: Vec<f32> = (0..n_cases * n_inputs).map(|k| ((k * 37 % 11) as f32 / 10.0).min(1.0)).collect();
-    Dataset {
-        name: "tiny".into(),
-        n_cases,
-        n_inputs,
-        image_shape: None,
-        values: CaseValues::Floats(values),
-        labels: None,
-        input_names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
-        targets: None,
-    }
+    Dataset::from_floats("tiny", n_inputs, values)
 }
 
 #[test]

@@ -77,6 +77,22 @@ pub struct Dataset {
 }
 
 impl Dataset {
+    /// Real-valued cases, `values.len() / n_inputs` of them, with inputs named `x0, x1, …`
+    /// and no labels or targets: propagated layers, synthetic and hand-made data.
+    pub fn from_floats(name: &str, n_inputs: usize, values: Vec<f32>) -> Dataset {
+        assert!(n_inputs > 0 && values.len() % n_inputs == 0, "{} values do not make whole cases of {n_inputs} inputs", values.len());
+        Dataset {
+            name: name.to_string(),
+            n_cases: values.len() / n_inputs,
+            n_inputs,
+            image_shape: None,
+            values: CaseValues::Floats(values),
+            labels: None,
+            input_names: (0..n_inputs).map(|i| format!("x{i}")).collect(),
+            targets: None,
+        }
+    }
+
     /// Writes case `case` into `out`, which must hold exactly `n_inputs` values.
     pub fn case_into(&self, case: usize, out: &mut [f32]) {
         assert_eq!(out.len(), self.n_inputs, "output slice must hold one case");

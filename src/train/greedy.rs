@@ -9,7 +9,7 @@ use super::contrastive_divergence::{CdTrainer, EpochReport};
 use super::monitor::{measure_epoch, EpochMetrics};
 use super::TrainError;
 use crate::backend::Backend;
-use crate::data::{CaseValues, Dataset};
+use crate::data::Dataset;
 use crate::model::{Dbn, Rbm, VisibleUnits};
 use serde::{Deserialize, Serialize};
 
@@ -193,13 +193,8 @@ pub fn propagate_dataset(backend: &dyn Backend, rbm: &Rbm, data: &Dataset) -> Da
         backend.visible_to_hidden(rbm.weights(), &input, &rbm.hidden_bias, crate::backend::Activation::Sigmoid, out);
     }
     Dataset {
-        name: format!("{} (propagated)", data.name),
-        n_cases: data.n_cases,
-        n_inputs: rbm.n_hidden,
-        image_shape: None,
-        values: CaseValues::Floats(values),
         labels: data.labels.clone(),
         input_names: (0..rbm.n_hidden).map(|j| format!("h{j}")).collect(),
-        targets: None,
+        ..Dataset::from_floats(&format!("{} (propagated)", data.name), rbm.n_hidden, values)
     }
 }
