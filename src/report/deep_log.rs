@@ -3,8 +3,20 @@
 //! a summary of the unsupervised weights with each hidden unit's mean activation (Q-mean)
 //! and skewness over the training cases. Fixed-width columns, so it reads well in any
 //! editor and diffs cleanly between runs.
+//!
+//! A run with supervised layers adds their sections through
+//! [`DeepLog::render_with_supervised`] and a [`SupervisedLog`] (see
+//! [`super::deep_log_supervised`]): the supervised architecture and parameters, the
+//! reconstruction errors, the output weights with their CONSTANT, the criterion, the
+//! confusion matrices and Masters' Analyze tables. `render()` alone is the unsupervised
+//! report, unchanged.
+//!
+//! When the whole model is fine-tuned, pass the layers as they were before fine-tuning:
+//! `LayerLog::rbm` a copy of the pretrained RBM and `LayerLog::activity` computed from it, so
+//! the weights summary with its Q-mean and skewness rows records the pretrained state.
 
 use crate::model::{Rbm, VisibleUnits};
+pub use super::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
 use crate::train::{EpochReport, StackConfig, StopReason};
 use std::fmt::Write;
 
@@ -65,7 +77,7 @@ pub fn stop_description(stop: StopReason, config: &StackConfig) -> String {
     }
 }
 
-fn units_name(units: VisibleUnits) -> &'static str {
+pub(super) fn units_name(units: VisibleUnits) -> &'static str {
     match units {
         VisibleUnits::Bernoulli => "bernoulli",
         VisibleUnits::Gaussian => "gaussian",
@@ -74,7 +86,7 @@ fn units_name(units: VisibleUnits) -> &'static str {
 
 /// `name ........ value`, so values line up in one column.
 /// An empty name continues the entry above.
-fn entry(out: &mut String, name: &str, value: impl std::fmt::Display) {
+pub(super) fn entry(out: &mut String, name: &str, value: impl std::fmt::Display) {
     if name.is_empty() {
         let _ = writeln!(out, "{:29}{value}", "");
         return;
@@ -92,13 +104,35 @@ fn min_mean_max(values: &[f32]) -> String {
 
 impl DeepLog<'_> {
     pub fn render(&self) -> String {
+        self.render_with_supervised(None)
+    }
+
+    /// The report, with the supervised sections when `supervised` is given.
+    pub fn render_with_supervised(&self, supervised: Option<&SupervisedLog>) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "DEEP.LOG  {}: greedy layer-wise training of a deep belief net", self.program);
+        match supervised {
+            None => {
+                let _ = writeln!(out, "DEEP.LOG  {}: greedy layer-wise training of a deep belief net", self.program);
+            }
+            Some(s) => {
+                let tuned = if s.fine_tuned { ", then fine-tuning of the whole model" } else { "" };
+                let _ = writeln!(out, "DEEP.LOG  {}: deep belief net with a supervised {} output{tuned}", self.program, s.output);
+            }
+        }
         self.render_data(&mut out);
         self.render_architecture(&mut out);
+        if let Some(s) = supervised {
+            s.render_architecture(&mut out, self);
+        }
         self.render_parameters(&mut out);
+        if let Some(s) = supervised {
+            s.render_parameters(&mut out);
+        }
         for (index, layer) in self.layers.iter().enumerate() {
             self.render_layer(&mut out, index, layer);
+        }
+        if let Some(s) = supervised {
+            s.render_results(&mut out, self);
         }
         out
     }
@@ -140,20 +174,9 @@ impl DeepLog<'_> {
         entry(out, "backend", &self.backend);
         entry(out, "layers", format!("{:?}", self.config.layers));
         entry(out, "greedy_mean_field", self.config.greedy_mean_field);
-        let rbm = serde_json::to_value(&self.config.rbm).expect("settings serialise");
-        if let serde_json::Value::Object(fields) = rbm {
-            for (name, value) in fields {
-                // The hidden size of each layer comes from `layers`.
-                if name == "n_hidden" {
-                    continue;
-                }
-                let shown = match value {
-                    serde_json::Value::Null => "none".to_string(),
-                    serde_json::Value::String(s) => s,
-                    // The settings are f32: show them as written, not widened to f64.
-                    serde_json::Value::Number(n) if n.is_f64() => (n.as_f64().unwrap_or(f64::NAN) as f32).to_string(),
-                    other => other.to_string(),
-                };
+        for (name, shown) in setting_entries(&self.config.rbm) {
+            // The hidden size of each layer comes from `layers`.
+            if name != "n_hidden" {
                 entry(out, &name, shown);
             }
         }
@@ -195,6 +218,27 @@ impl DeepLog<'_> {
         }
         render_weights_summary(out, layer);
     }
+}
+
+/// `(name, value)` for each field of a settings struct that serialises to a JSON object, for
+/// the PARAMETERS sections; f64 numbers print as f32, since the settings are f32 and should
+/// show as written, not widened.
+pub fn setting_entries(settings: &impl serde::Serialize) -> Vec<(String, String)> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(settings) else {
+        return Vec::new();
+    };
+    fields
+        .into_iter()
+        .map(|(name, value)| {
+            let shown = match value {
+                serde_json::Value::Null => "none".to_string(),
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Number(n) if n.is_f64() => (n.as_f64().unwrap_or(f64::NAN) as f32).to_string(),
+                other => other.to_string(),
+            };
+            (name, shown)
+        })
+        .collect()
 }
 
 /// Masters' unsupervised weights summary, transposed to fit any layer size: hidden units as

@@ -1,0 +1,329 @@
+//! Classification results as Masters' DEEP reports them — a confusion matrix (counts, row %
+//! and total %), the misclassification rate and per-class errors — plus the predictions file
+//! and the activation file (one line per case for a chosen section, layer and neuron).
+//!
+//! Indices are 0-based everywhere: classes, cases, layers and neurons.
+
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::io;
+
+/// Widest class name shown in the tables; longer names are cut so the columns stay fixed.
+const NAME_WIDTH: usize = 10;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConfusionMatrix {
+    /// `counts[true][predicted]`.
+    counts: Vec<Vec<usize>>,
+    class_names: Vec<String>,
+}
+
+/// The index of the largest value of each row of `n_classes` (row-major), the first one on
+/// ties, as Masters picks the class: the same rule as [`crate::data::Targets::classes`].
+pub fn predictions(outputs: &[f32], n_classes: usize) -> Vec<usize> {
+    assert!(n_classes > 0, "a classification needs at least one class");
+    assert_eq!(outputs.len() % n_classes, 0, "{} values do not make whole cases of {n_classes} classes", outputs.len());
+    outputs.chunks_exact(n_classes).map(arg_max).collect()
+}
+
+fn arg_max(row: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &value) in row.iter().enumerate() {
+        // NaN never wins, so one broken output cannot hide the others.
+        if value > row[best] || row[best].is_nan() && !value.is_nan() {
+            best = i;
+        }
+    }
+    best
+}
+
+fn default_names(n_classes: usize) -> Vec<String> {
+    (0..n_classes).map(|c| format!("Class {c}")).collect()
+}
+
+impl ConfusionMatrix {
+    /// From network outputs and targets, both `n_cases × n_classes` row-major: the true class
+    /// is the target with the largest value, the predicted class the output with the largest
+    /// value (the first on ties). Empty `class_names` means "Class 0", "Class 1", ….
+    pub fn from_outputs(outputs: &[f32], targets: &[f32], n_classes: usize, class_names: Vec<String>) -> ConfusionMatrix {
+        assert_eq!(outputs.len(), targets.len(), "outputs and targets must hold the same cases");
+        let names = if class_names.is_empty() { default_names(n_classes) } else { class_names };
+        assert_eq!(names.len(), n_classes, "one name per class");
+        ConfusionMatrix::from_classes(&predictions(targets, n_classes), &predictions(outputs, n_classes), names)
+    }
+
+    /// From class indices. The number of classes is `class_names.len()`, or, when that is
+    /// empty, one more than the largest class seen.
+    pub fn from_classes(true_classes: &[usize], predicted: &[usize], class_names: Vec<String>) -> ConfusionMatrix {
+        assert_eq!(true_classes.len(), predicted.len(), "one prediction per case");
+        let names = if class_names.is_empty() {
+            let seen = true_classes.iter().chain(predicted).max().map_or(0, |&c| c + 1);
+            default_names(seen)
+        } else {
+            class_names
+        };
+        let n = names.len();
+        let mut counts = vec![vec![0; n]; n];
+        for (&t, &p) in true_classes.iter().zip(predicted) {
+            assert!(t < n && p < n, "class {} out of range ({n} classes)", t.max(p));
+            counts[t][p] += 1;
+        }
+        ConfusionMatrix { counts, class_names: names }
+    }
+
+    pub fn counts(&self) -> &[Vec<usize>] {
+        &self.counts
+    }
+
+    pub fn class_names(&self) -> &[String] {
+        &self.class_names
+    }
+
+    pub fn n_classes(&self) -> usize {
+        self.counts.len()
+    }
+
+    pub fn n_cases(&self) -> usize {
+        self.counts.iter().flatten().sum()
+    }
+
+    pub fn n_correct(&self) -> usize {
+        (0..self.n_classes()).map(|c| self.counts[c][c]).sum()
+    }
+
+    /// Misclassified cases as a fraction of all cases (0.025 is 2.5%); 0 with no cases.
+    pub fn error_fraction(&self) -> f64 {
+        let n = self.n_cases();
+        if n == 0 {
+            return 0.0;
+        }
+        (n - self.n_correct()) as f64 / n as f64
+    }
+
+    /// Per true class, the fraction of its cases predicted as another class; NaN for a class
+    /// with no cases, where the rate is undefined.
+    pub fn per_class_error(&self) -> Vec<f64> {
+        self.counts
+            .iter()
+            .enumerate()
+            .map(|(c, row)| {
+                let total: usize = row.iter().sum();
+                if total == 0 {
+                    f64::NAN
+                } else {
+                    (total - row[c]) as f64 / total as f64
+                }
+            })
+            .collect()
+    }
+
+    /// Fixed-width text: counts with totals, row percentages (each true class sums to 100),
+    /// percentages of all cases, then the misclassification rate and per-class errors.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let n = self.n_cases();
+        let _ = writeln!(out, "CONFUSION MATRIX ({n} cases; rows are true classes, columns predicted classes)");
+        let row_totals: Vec<usize> = self.counts.iter().map(|r| r.iter().sum()).collect();
+
+        let _ = writeln!(out, "\n  Counts");
+        self.render_header(&mut out, true);
+        for (c, row) in self.counts.iter().enumerate() {
+            let cells: Vec<String> = row.iter().map(|v| v.to_string()).collect();
+            self.render_row(&mut out, &self.short_name(c), &cells, Some(row_totals[c].to_string()));
+        }
+        let column_totals: Vec<String> = (0..self.n_classes()).map(|p| self.counts.iter().map(|r| r[p]).sum::<usize>().to_string()).collect();
+        self.render_row(&mut out, "Total", &column_totals, Some(n.to_string()));
+
+        let percent = |count: usize, of: usize| if of == 0 { "-".to_string() } else { format!("{:.2}", 100.0 * count as f64 / of as f64) };
+        let _ = writeln!(out, "\n  Row percent (of each true class)");
+        self.render_header(&mut out, false);
+        for (c, row) in self.counts.iter().enumerate() {
+            let cells: Vec<String> = row.iter().map(|&v| percent(v, row_totals[c])).collect();
+            self.render_row(&mut out, &self.short_name(c), &cells, None);
+        }
+
+        let _ = writeln!(out, "\n  Total percent (of all cases)");
+        self.render_header(&mut out, false);
+        for (c, row) in self.counts.iter().enumerate() {
+            let cells: Vec<String> = row.iter().map(|&v| percent(v, n)).collect();
+            self.render_row(&mut out, &self.short_name(c), &cells, None);
+        }
+
+        let _ = writeln!(out, "\n  Misclassification: {:.2}% ({} of {n} cases)", 100.0 * self.error_fraction(), n - self.n_correct());
+        let _ = writeln!(out, "\n  {:<w$}  {:>9}  {:>9}  {:>9}", "Class", "Cases", "Errors", "Error %", w = NAME_WIDTH);
+        for (c, error) in self.per_class_error().into_iter().enumerate() {
+            let shown = if error.is_nan() { "-".to_string() } else { format!("{:.2}", 100.0 * error) };
+            let errors = row_totals[c] - self.counts[c][c];
+            let _ = writeln!(out, "  {:<w$}  {:>9}  {:>9}  {:>9}", self.short_name(c), row_totals[c], errors, shown, w = NAME_WIDTH);
+        }
+        out
+    }
+
+    fn short_name(&self, class: usize) -> String {
+        self.class_names[class].chars().take(NAME_WIDTH).collect()
+    }
+
+    fn render_header(&self, out: &mut String, with_total: bool) {
+        let _ = write!(out, "  {:<w$}", "True \\ Pred", w = NAME_WIDTH + 1);
+        for c in 0..self.n_classes() {
+            let _ = write!(out, " {:>w$}", self.short_name(c), w = NAME_WIDTH);
+        }
+        if with_total {
+            let _ = write!(out, " {:>w$}", "Total", w = NAME_WIDTH);
+        }
+        let _ = writeln!(out);
+    }
+
+    fn render_row(&self, out: &mut String, name: &str, cells: &[String], total: Option<String>) {
+        let _ = write!(out, "  {:<w$}", name, w = NAME_WIDTH + 1);
+        for cell in cells.iter().chain(total.as_ref()) {
+            let _ = write!(out, " {:>w$}", cell, w = NAME_WIDTH);
+        }
+        let _ = writeln!(out);
+    }
+
+    /// The figures for `--json`: counts, error fraction, per-class errors (null where a class
+    /// has no cases) and class names.
+    pub fn to_json(&self) -> Value {
+        let per_class: Vec<Value> = self.per_class_error().into_iter().map(|e| if e.is_nan() { Value::Null } else { json!(e) }).collect();
+        json!({
+            "class_names": self.class_names,
+            "counts": self.counts,
+            "n_cases": self.n_cases(),
+            "error_fraction": self.error_fraction(),
+            "per_class_error": per_class,
+        })
+    }
+}
+
+/// The predictions file: a header naming the columns, then per case its index, true class,
+/// predicted class and the `n_classes` outputs (full f32 precision, so it reads back exactly).
+pub fn write_predictions(out: &mut impl io::Write, outputs: &[f32], true_classes: &[usize], n_classes: usize, class_names: &[String]) -> io::Result<()> {
+    let predicted = predictions(outputs, n_classes);
+    assert_eq!(predicted.len(), true_classes.len(), "one true class per case");
+    let names = if class_names.is_empty() { default_names(n_classes) } else { class_names.to_vec() };
+    assert_eq!(names.len(), n_classes, "one name per class");
+    let columns: Vec<String> = names.iter().map(|name| name.replace(char::is_whitespace, "_")).collect();
+    writeln!(out, "case true predicted {}", columns.join(" "))?;
+    for (case, (row, (&t, &p))) in outputs.chunks_exact(n_classes).zip(true_classes.iter().zip(&predicted)).enumerate() {
+        write!(out, "{case} {t} {p}")?;
+        for value in row {
+            write!(out, " {value}")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Which part of the model an activation file shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    /// Hidden layers of the RBM stack; layer k is the hidden layer of RBM k.
+    Unsupervised,
+    /// Hidden layers of the supervised net above the stack.
+    Supervised,
+    /// The output layer (its only layer is 0).
+    Output,
+}
+
+/// `SECTION:LAYER[:NEURON]`, e.g. `unsupervised:1:5`, `supervised:0`, `output:0` or just
+/// `output`; without a neuron the file holds every neuron of the layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ActivationSelection {
+    pub section: Section,
+    pub layer: usize,
+    pub neuron: Option<usize>,
+}
+
+const SELECTION_FORM: &str = "SECTION:LAYER[:NEURON] with SECTION unsupervised, supervised or output and 0-based numbers, e.g. unsupervised:1:5 or output:0";
+
+impl std::str::FromStr for ActivationSelection {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.trim().split(':').map(str::trim).collect();
+        let section = match parts[0].to_ascii_lowercase().as_str() {
+            "unsupervised" => Section::Unsupervised,
+            "supervised" => Section::Supervised,
+            "output" => Section::Output,
+            other => return Err(format!("activation selection '{text}': unknown section '{other}'; expected {SELECTION_FORM}")),
+        };
+        if parts.len() > 3 {
+            return Err(format!("activation selection '{text}': too many parts; expected {SELECTION_FORM}"));
+        }
+        if parts.len() == 1 && section != Section::Output {
+            return Err(format!("activation selection '{text}': the layer is missing; expected {SELECTION_FORM}"));
+        }
+        let number = |index: usize, what: &str| -> Result<Option<usize>, String> {
+            parts
+                .get(index)
+                .map(|p| p.parse::<usize>().map_err(|_| format!("activation selection '{text}': {what} '{p}' is not a whole number ≥ 0; expected {SELECTION_FORM}")))
+                .transpose()
+        };
+        let layer = number(1, "layer")?.unwrap_or(0);
+        let neuron = number(2, "neuron")?;
+        if section == Section::Output && layer != 0 {
+            return Err(format!("activation selection '{text}': the output section has one layer, 0; expected output:0[:NEURON]"));
+        }
+        Ok(ActivationSelection { section, layer, neuron })
+    }
+}
+
+impl std::fmt::Display for ActivationSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let section = match self.section {
+            Section::Unsupervised => "unsupervised",
+            Section::Supervised => "supervised",
+            Section::Output => "output",
+        };
+        write!(f, "{section}:{}", self.layer)?;
+        match self.neuron {
+            Some(neuron) => write!(f, ":{neuron}"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl ActivationSelection {
+    /// Checks the selection against the model's layer sizes and returns the width of the
+    /// chosen layer (its neuron count), so the caller knows how to slice the activations.
+    pub fn layer_width(&self, unsupervised: &[usize], supervised: &[usize], n_outputs: usize) -> Result<usize, String> {
+        let (name, sizes) = match self.section {
+            Section::Unsupervised => ("unsupervised", unsupervised),
+            Section::Supervised => ("supervised", supervised),
+            Section::Output => ("output", std::slice::from_ref(&n_outputs)),
+        };
+        let Some(&width) = sizes.get(self.layer) else {
+            return Err(format!("activation selection {self}: the {name} section has {} layer(s), numbered from 0", sizes.len()));
+        };
+        if let Some(neuron) = self.neuron {
+            if neuron >= width {
+                return Err(format!("activation selection {self}: layer {} of the {name} section has {width} neurons, numbered from 0", self.layer));
+            }
+        }
+        Ok(width)
+    }
+}
+
+/// The activation file: `header` as the first line (when not empty), then one line per case
+/// with that case's activation of `neuron`, or of every neuron of the layer when `None`.
+/// `activations` is `n_cases × width`, row-major; values keep full f32 precision.
+pub fn write_activations(out: &mut impl io::Write, activations: &[f32], n_cases: usize, width: usize, neuron: Option<usize>, header: &str) -> io::Result<()> {
+    assert_eq!(activations.len(), n_cases * width, "activations must be n_cases × width");
+    if let Some(neuron) = neuron {
+        assert!(neuron < width, "neuron {neuron} out of range (layer of {width})");
+    }
+    if !header.is_empty() {
+        writeln!(out, "{header}")?;
+    }
+    for row in activations.chunks_exact(width.max(1)).take(n_cases) {
+        match neuron {
+            Some(neuron) => writeln!(out, "{}", row[neuron])?,
+            None => {
+                let values: Vec<String> = row.iter().map(f32::to_string).collect();
+                writeln!(out, "{}", values.join(" "))?;
+            }
+        }
+    }
+    Ok(())
+}
