@@ -14,6 +14,7 @@ pub mod model;
 pub mod report;
 pub mod rng;
 pub mod sample;
+pub mod supervised;
 pub mod train;
 
 #[cfg(target_arch = "wasm32")]

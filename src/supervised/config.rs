@@ -1,0 +1,114 @@
+//! Settings of the supervised stage and of fine-tuning the complete model. Defaults follow
+//! Masters' DEEP program where it has one (tolerances 0.00005 and 0.00001).
+
+use super::network::OutputKind;
+use crate::train::ConfigError;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Optimizer {
+    /// Full-batch Polak–Ribière conjugate gradient with a Brent line search.
+    ConjugateGradient,
+    /// Mini-batch stochastic gradient descent with momentum.
+    Sgd,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SupervisedConfig {
+    /// Logistic hidden layers between the RBM features and the outputs (may be empty).
+    pub hidden: Vec<usize>,
+    pub output: OutputKind,
+    pub optimizer: Optimizer,
+    /// PenFac: the criterion adds `PenFac · Σ w² / n_weights` (biases excluded).
+    pub weight_penalty: f64,
+    /// Relative change in the criterion below which the supervised stage stops.
+    pub tolerance: f64,
+    /// Iterations (CG) or epochs (SGD) at most, supervised stage.
+    pub max_iterations: usize,
+    /// Simulated-annealing iterations choosing the starting weights (0: small random ones).
+    pub anneal_iterations: usize,
+    /// Cases (spread through the data) on which each annealing trial is scored.
+    pub anneal_cases: usize,
+    /// Least-squares (SVD) output weights for linear outputs during annealing; used only
+    /// up to `MAX_SVD_INPUTS` inputs to the output layer.
+    pub allow_svd: bool,
+    /// Backpropagate through the RBM layers too, after the supervised stage.
+    pub fine_tune: bool,
+    pub fine_tune_tolerance: f64,
+    /// Iterations (CG) or epochs (SGD) at most, fine-tuning.
+    pub fine_tune_max_iterations: usize,
+    /// SGD only.
+    pub batch_size: usize,
+    pub learning_rate: f64,
+    pub momentum: f64,
+    /// SGD fine-tuning's learning rate (the pretrained weights want gentler steps).
+    pub fine_tune_learning_rate: f64,
+    pub seed: u64,
+}
+
+/// Beyond this many inputs to the output layer, the SVD is too slow to run per annealing
+/// trial (Masters' limit).
+pub const MAX_SVD_INPUTS: usize = 400;
+
+impl Default for SupervisedConfig {
+    fn default() -> Self {
+        SupervisedConfig {
+            hidden: Vec::new(),
+            output: OutputKind::SoftMax,
+            optimizer: Optimizer::ConjugateGradient,
+            weight_penalty: 0.0,
+            tolerance: 0.00005,
+            max_iterations: 1000,
+            anneal_iterations: 0,
+            anneal_cases: 2000,
+            allow_svd: true,
+            fine_tune: false,
+            fine_tune_tolerance: 0.00001,
+            fine_tune_max_iterations: 1000,
+            batch_size: 100,
+            learning_rate: 0.1,
+            momentum: 0.9,
+            fine_tune_learning_rate: 0.05,
+            seed: 1,
+        }
+    }
+}
+
+fn check_real(field: &'static str, value: f64, low: f64, high: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && value >= low && value <= high {
+        Ok(())
+    } else {
+        Err(ConfigError { field, message: format!("expected a finite number in [{low}, {high}], got {value}") })
+    }
+}
+
+fn check_count(field: &'static str, value: usize, low: usize, high: usize) -> Result<(), ConfigError> {
+    if (low..=high).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError { field, message: format!("expected a whole number from {low} to {high}, got {value}") })
+    }
+}
+
+impl SupervisedConfig {
+    /// Checks every field; the error names the first bad one (NaN is never in range).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for &size in &self.hidden {
+            check_count("supervised_layers", size, 1, crate::train::config::MAX_HIDDEN)?;
+        }
+        check_real("supervised_penalty", self.weight_penalty, 0.0, 1e6)?;
+        check_real("supervised_tolerance", self.tolerance, 0.0, 1.0)?;
+        check_count("supervised_max_iterations", self.max_iterations, 1, usize::MAX)?;
+        check_count("anneal_iterations", self.anneal_iterations, 0, 10_000_000)?;
+        check_count("anneal_cases", self.anneal_cases, 1, usize::MAX)?;
+        check_real("fine_tune_tolerance", self.fine_tune_tolerance, 0.0, 1.0)?;
+        check_count("fine_tune_max_iterations", self.fine_tune_max_iterations, 1, usize::MAX)?;
+        check_count("supervised_batch_size", self.batch_size, 1, usize::MAX)?;
+        check_real("supervised_learning_rate", self.learning_rate, 1e-9, 100.0)?;
+        check_real("supervised_momentum", self.momentum, 0.0, 0.999)?;
+        check_real("fine_tune_learning_rate", self.fine_tune_learning_rate, 1e-9, 100.0)?;
+        Ok(())
+    }
+}

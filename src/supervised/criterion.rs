@@ -1,0 +1,153 @@
+//! The training criterion of a supervised net and its exact gradient by backpropagation.
+//!
+//! - Linear outputs: mean squared error, `Σ (o − t)² / (n_cases · n_outputs)`.
+//! - SoftMax outputs: negative log-likelihood per case, `−Σ t · ln max(p, 1e-30) / n_cases`.
+//! - Both plus the weight penalty `PenFac · Σ w² / n_weights` (biases excluded), so the
+//!   penalty's strength does not depend on the size of the net.
+//!
+//! Cases are processed in blocks of `BLOCK_ROWS`, and every matrix product is a `Backend`
+//! call, so the CPU GEMM (or a GPU backend) does the heavy lifting.
+
+use super::network::{Network, OutputKind, BLOCK_ROWS, MIN_PROBABILITY};
+use crate::backend::{Activation, Backend};
+
+/// Cases as the net sees them: `n_cases × n_inputs` inputs and `n_cases × n_outputs`
+/// targets, row-major.
+#[derive(Clone, Copy)]
+pub struct Cases<'a> {
+    pub inputs: &'a [f32],
+    pub targets: &'a [f32],
+    pub n_inputs: usize,
+    pub n_outputs: usize,
+}
+
+impl Cases<'_> {
+    pub fn n_cases(&self) -> usize {
+        self.inputs.len() / self.n_inputs.max(1)
+    }
+
+    /// Block `b` of at most `rows` cases: (inputs, targets).
+    fn blocks(&self, rows: usize) -> impl Iterator<Item = (&[f32], &[f32])> {
+        self.inputs.chunks(rows * self.n_inputs).zip(self.targets.chunks(rows * self.n_outputs))
+    }
+}
+
+/// The criterion without the penalty, summed (not averaged) over the given outputs.
+fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32]) -> f64 {
+    match output {
+        OutputKind::Linear => outputs.iter().zip(targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum(),
+        OutputKind::SoftMax => outputs
+            .iter()
+            .zip(targets)
+            .filter(|(_, &t)| t != 0.0)
+            .map(|(&p, &t)| -(t as f64) * (p as f64).max(MIN_PROBABILITY).ln())
+            .sum(),
+    }
+}
+
+/// What the sum of `data_error_sum` is divided by.
+fn error_denominator(output: OutputKind, n_cases: usize, n_outputs: usize) -> f64 {
+    match output {
+        OutputKind::Linear => (n_cases * n_outputs).max(1) as f64,
+        OutputKind::SoftMax => n_cases.max(1) as f64,
+    }
+}
+
+/// `PenFac · Σ w² / n_weights` over the weights (not biases).
+pub fn penalty_term(net: &Network, penalty: f64) -> f64 {
+    if penalty == 0.0 {
+        return 0.0;
+    }
+    let sum: f64 = net.layers.iter().flat_map(|l| &l.weights).map(|&w| (w as f64) * (w as f64)).sum();
+    penalty * sum / net.n_weights().max(1) as f64
+}
+
+/// The criterion without the penalty (what is reported as the training error).
+pub fn data_error(net: &Network, backend: &dyn Backend, cases: Cases) -> f64 {
+    let mut sum = 0.0;
+    for (inputs, targets) in cases.blocks(BLOCK_ROWS) {
+        let outputs = net.forward_all(backend, inputs).pop().expect("at least one layer");
+        sum += data_error_sum(net.output, &outputs, targets);
+    }
+    sum / error_denominator(net.output, cases.n_cases(), cases.n_outputs)
+}
+
+/// The full criterion: data error plus penalty.
+pub fn criterion(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64) -> f64 {
+    data_error(net, backend, cases) + penalty_term(net, penalty)
+}
+
+/// The criterion and its gradient with respect to every parameter, in `Network::to_params`
+/// order (each layer's weights, then its biases). `gradient` is overwritten.
+pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32]) -> f64 {
+    assert_eq!(gradient.len(), net.n_params());
+    gradient.fill(0.0);
+    let offsets = layer_offsets(net);
+    let denominator = error_denominator(net.output, cases.n_cases(), cases.n_outputs);
+    let mut sum = 0.0;
+    for (inputs, targets) in cases.blocks(BLOCK_ROWS) {
+        let activations = net.forward_all(backend, inputs);
+        let outputs = activations.last().expect("at least one layer");
+        sum += data_error_sum(net.output, outputs, targets);
+        let mut delta = output_delta(net, outputs, targets, denominator);
+        for k in (0..net.layers.len()).rev() {
+            let layer = &net.layers[k];
+            let input = if k == 0 { inputs } else { &activations[k - 1] };
+            let (weights_grad, bias_grad) = gradient[offsets[k]..offsets[k] + layer.n_params()].split_at_mut(layer.weights.len());
+            backend.accumulate_outer((layer.n_in, layer.n_out), input, &delta, 1.0, weights_grad);
+            for row in delta.chunks_exact(layer.n_out) {
+                bias_grad.iter_mut().zip(row).for_each(|(g, d)| *g += d);
+            }
+            if k > 0 {
+                delta = hidden_delta(backend, layer, &delta, &activations[k - 1]);
+            }
+        }
+    }
+    if penalty != 0.0 {
+        let scale = (2.0 * penalty / net.n_weights().max(1) as f64) as f32;
+        for (layer, &offset) in net.layers.iter().zip(&offsets) {
+            let grad = &mut gradient[offset..offset + layer.weights.len()];
+            grad.iter_mut().zip(&layer.weights).for_each(|(g, w)| *g += scale * w);
+        }
+    }
+    sum / denominator + penalty_term(net, penalty)
+}
+
+/// Where each layer's parameters start in the flat vector.
+pub fn layer_offsets(net: &Network) -> Vec<usize> {
+    let mut offsets = Vec::with_capacity(net.layers.len());
+    let mut at = 0;
+    for layer in &net.layers {
+        offsets.push(at);
+        at += layer.n_params();
+    }
+    offsets
+}
+
+/// ∂criterion/∂(output logits or values) for one block, already divided by the
+/// criterion's denominator. SoftMax: `p·Σt − t` (targets need not sum to one).
+fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], denominator: f64) -> Vec<f32> {
+    let width = net.n_outputs();
+    let scale = (1.0 / denominator) as f32;
+    match net.output {
+        OutputKind::Linear => outputs.iter().zip(targets).map(|(o, t)| 2.0 * (o - t) * scale).collect(),
+        OutputKind::SoftMax => {
+            let mut delta = Vec::with_capacity(outputs.len());
+            for (p, t) in outputs.chunks_exact(width).zip(targets.chunks_exact(width)) {
+                let total: f32 = t.iter().sum();
+                delta.extend(p.iter().zip(t).map(|(p, t)| (p * total - t) * scale));
+            }
+            delta
+        }
+    }
+}
+
+/// Backpropagates `delta` through `layer` into the logistic layer below, whose
+/// activations are `below`: `(delta · Wᵀ) ⊙ a(1 − a)`.
+fn hidden_delta(backend: &dyn Backend, layer: &super::network::Layer, delta: &[f32], below: &[f32]) -> Vec<f32> {
+    let zero_bias = vec![0.0; layer.n_in];
+    let mut back = vec![0.0; below.len()];
+    backend.hidden_to_visible(layer.as_weights(), delta, &zero_bias, Activation::Linear, &mut back);
+    back.iter_mut().zip(below).for_each(|(b, a)| *b *= a * (1.0 - a));
+    back
+}

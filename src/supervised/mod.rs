@@ -1,0 +1,51 @@
+//! Supervised nets on top of a DBN, and fine-tuning of the complete model (Masters, *Deep
+//! Belief Nets in C++ and CUDA C*, vol. 1, ch. 2 and 5): the DEEP pipeline's second and
+//! third stages after greedy RBM training.
+//!
+//! - `network`: logistic hidden layers, linear or SoftMax outputs;
+//! - `criterion`: MSE or log-likelihood plus the weight penalty, exact gradient by
+//!   backprop with every product a `Backend` call;
+//! - `conjugate_gradient` + `line_search`: Polak–Ribière with bracketing and Brent;
+//! - `optimise`: CG or mini-batch SGD with momentum on a net, with NaN/Inf detection;
+//! - `anneal` + `least_squares`: starting weights by simulated annealing, with SVD output
+//!   weights for linear outputs;
+//! - `pipeline`: features from the DBN, the supervised stage, then optional fine-tuning of
+//!   the RBM weights together with the supervised layers.
+
+pub mod anneal;
+pub mod config;
+pub mod conjugate_gradient;
+pub mod criterion;
+pub mod least_squares;
+pub mod line_search;
+pub mod network;
+pub mod optimise;
+pub mod pipeline;
+
+pub use config::{Optimizer, SupervisedConfig};
+pub use criterion::Cases;
+pub use network::{Layer, Network, OutputKind};
+pub use pipeline::{complete_network, train_supervised, SupervisedOutcome, Stage};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SupervisedError {
+    Config(crate::train::ConfigError),
+    Data(String),
+    /// The criterion or the weights became NaN/Inf; nothing was kept from that point.
+    NonFinite { stage: &'static str, iteration: usize },
+}
+
+impl std::fmt::Display for SupervisedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            SupervisedError::Config(e) => write!(f, "invalid setting {e}"),
+            SupervisedError::Data(m) => write!(f, "{m}"),
+            SupervisedError::NonFinite { stage, iteration } => write!(
+                f,
+                "{stage} diverged at iteration {iteration} (the criterion or the weights became NaN or infinite); nothing was written. Lower the learning rate or raise the weight penalty."
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SupervisedError {}

@@ -1,0 +1,191 @@
+//! Training a net's parameters on a set of cases, by conjugate gradient (full batch) or
+//! by mini-batch SGD with momentum. The supervised stage and fine-tuning both come here;
+//! they differ only in the net (with or without the RBM layers), the cases and the
+//! tolerance.
+
+use super::conjugate_gradient::{self, CgSettings, CgStop, Objective};
+use super::criterion::{criterion, criterion_and_gradient, Cases};
+use super::network::Network;
+use super::SupervisedError;
+use crate::backend::Backend;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+/// How one optimisation run went.
+#[derive(Clone, Debug, Serialize)]
+pub struct OptimiseReport {
+    /// CG iterations or SGD epochs.
+    pub iterations: usize,
+    pub stop: StopKind,
+    pub initial_criterion: f64,
+    pub final_criterion: f64,
+    pub seconds: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// Relative change in the criterion below the tolerance.
+    Converged,
+    /// No step along steepest descent lowers the criterion any more.
+    NoProgress,
+    MaxIterations,
+    Cancelled,
+}
+
+/// The optimiser and its settings for one run.
+#[derive(Clone, Copy, Debug)]
+pub enum Method {
+    ConjugateGradient { max_iterations: usize, tolerance: f64 },
+    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, momentum: f64, seed: u64 },
+}
+
+/// The criterion of a net as a function of its parameters, for the CG minimiser.
+struct NetObjective<'a> {
+    net: &'a mut Network,
+    backend: &'a dyn Backend,
+    cases: Cases<'a>,
+    penalty: f64,
+    params: Vec<f32>,
+    gradient: Vec<f32>,
+}
+
+impl NetObjective<'_> {
+    fn load(&mut self, x: &[f64]) {
+        self.params.iter_mut().zip(x).for_each(|(p, &v)| *p = v as f32);
+        self.net.set_params(&self.params);
+    }
+}
+
+impl Objective for NetObjective<'_> {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        self.load(x);
+        criterion(self.net, self.backend, self.cases, self.penalty)
+    }
+
+    fn value_and_gradient(&mut self, x: &[f64], gradient: &mut [f64]) -> f64 {
+        self.load(x);
+        let value = criterion_and_gradient(self.net, self.backend, self.cases, self.penalty, &mut self.gradient);
+        gradient.iter_mut().zip(&self.gradient).for_each(|(g, &v)| *g = v as f64);
+        value
+    }
+}
+
+/// Trains `net` on `cases`; `on_iteration(iteration, criterion)` reports progress and may
+/// return `false` to stop. On NaN/Inf the net is left at its last finite parameters and an
+/// error names the stage.
+pub fn optimise(
+    backend: &dyn Backend,
+    net: &mut Network,
+    cases: Cases,
+    penalty: f64,
+    method: Method,
+    stage: &'static str,
+    on_iteration: &mut dyn FnMut(usize, f64) -> bool,
+) -> Result<OptimiseReport, SupervisedError> {
+    let start = crate::clock::now_seconds();
+    let initial_criterion = criterion(net, backend, cases, penalty);
+    if !initial_criterion.is_finite() {
+        return Err(SupervisedError::NonFinite { stage, iteration: 0 });
+    }
+    let (iterations, stop, final_criterion) = match method {
+        Method::ConjugateGradient { max_iterations, tolerance } => {
+            let settings = CgSettings { max_iterations, tolerance, ..CgSettings::default() };
+            let mut x: Vec<f64> = net.to_params().into_iter().map(f64::from).collect();
+            let n = x.len();
+            let mut objective = NetObjective { net: &mut *net, backend, cases, penalty, params: vec![0.0; n], gradient: vec![0.0; n] };
+            let outcome = conjugate_gradient::minimise(&mut objective, &mut x, settings, on_iteration);
+            // The objective leaves the net at its last trial point: restore the accepted one.
+            let params: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            net.set_params(&params);
+            let outcome = outcome.map_err(|e| SupervisedError::NonFinite { stage, iteration: e.iteration })?;
+            let stop = match outcome.stop {
+                CgStop::Converged => StopKind::Converged,
+                CgStop::NoProgress => StopKind::NoProgress,
+                CgStop::MaxIterations => StopKind::MaxIterations,
+                CgStop::Cancelled => StopKind::Cancelled,
+            };
+            (outcome.iterations, stop, criterion(net, backend, cases, penalty))
+        }
+        Method::Sgd { epochs, tolerance, batch_size, learning_rate, momentum, seed } => {
+            sgd(backend, net, cases, penalty, SgdSettings { epochs, tolerance, batch_size, learning_rate, momentum, seed }, stage, on_iteration)?
+        }
+    };
+    if !net.is_finite() || !final_criterion.is_finite() {
+        return Err(SupervisedError::NonFinite { stage, iteration: iterations });
+    }
+    Ok(OptimiseReport { iterations, stop, initial_criterion, final_criterion, seconds: crate::clock::now_seconds() - start })
+}
+
+#[derive(Clone, Copy)]
+struct SgdSettings {
+    epochs: usize,
+    tolerance: f64,
+    batch_size: usize,
+    learning_rate: f64,
+    momentum: f64,
+    seed: u64,
+}
+
+/// Mini-batch SGD with momentum: `v ← μ·v − η·∇`, `θ ← θ + v`, cases reshuffled every
+/// epoch. The epoch's criterion is the mean of its batches' (no extra pass over the data);
+/// the tolerance test compares successive epochs' means. Returns (epochs, stop, criterion).
+fn sgd(
+    backend: &dyn Backend,
+    net: &mut Network,
+    cases: Cases,
+    penalty: f64,
+    settings: SgdSettings,
+    stage: &'static str,
+    on_iteration: &mut dyn FnMut(usize, f64) -> bool,
+) -> Result<(usize, StopKind, f64), SupervisedError> {
+    let n_cases = cases.n_cases();
+    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
+    let mut order: Vec<usize> = (0..n_cases).collect();
+    let mut params = net.to_params();
+    let mut last_good = params.clone();
+    let mut velocity = vec![0.0f32; params.len()];
+    let mut gradient = vec![0.0f32; params.len()];
+    let (mut inputs, mut targets) = (Vec::new(), Vec::new());
+    let mut previous: Option<f64> = None;
+    let (lr, mu) = (settings.learning_rate as f32, settings.momentum as f32);
+    for epoch in 1..=settings.epochs {
+        order.shuffle(&mut rng);
+        let mut sum = 0.0;
+        let batches = order.chunks(settings.batch_size.min(n_cases).max(1));
+        let n_batches = batches.len();
+        for batch in batches {
+            inputs.clear();
+            targets.clear();
+            for &case in batch {
+                inputs.extend_from_slice(&cases.inputs[case * cases.n_inputs..(case + 1) * cases.n_inputs]);
+                targets.extend_from_slice(&cases.targets[case * cases.n_outputs..(case + 1) * cases.n_outputs]);
+            }
+            let batch_cases = Cases { inputs: &inputs, targets: &targets, ..cases };
+            sum += criterion_and_gradient(net, backend, batch_cases, penalty, &mut gradient);
+            for ((p, v), g) in params.iter_mut().zip(&mut velocity).zip(&gradient) {
+                *v = mu * *v - lr * g;
+                *p += *v;
+            }
+            net.set_params(&params);
+        }
+        let value = sum / n_batches as f64;
+        if !value.is_finite() || !net.is_finite() {
+            net.set_params(&last_good);
+            return Err(SupervisedError::NonFinite { stage, iteration: epoch });
+        }
+        last_good.copy_from_slice(&params);
+        if !on_iteration(epoch, value) {
+            return Ok((epoch, StopKind::Cancelled, criterion(net, backend, cases, penalty)));
+        }
+        if let Some(prev) = previous {
+            if ((prev - value) / prev.abs().max(1e-300)).abs() < settings.tolerance {
+                return Ok((epoch, StopKind::Converged, criterion(net, backend, cases, penalty)));
+            }
+        }
+        previous = Some(value);
+    }
+    Ok((settings.epochs, StopKind::MaxIterations, criterion(net, backend, cases, penalty)))
+}

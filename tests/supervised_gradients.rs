@@ -1,0 +1,127 @@
+//! The backprop gradient of the supervised criterion against central finite differences,
+//! for both output types, with and without the weight penalty, with and without hidden
+//! layers; and the criterion itself against a hand computation.
+
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::supervised::criterion::{criterion, criterion_and_gradient, data_error, penalty_term};
+use deepbelief::supervised::{Cases, Network, OutputKind};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn random_net(sizes: &[usize], output: OutputKind, seed: u64) -> Network {
+    let mut net = Network::zeros(sizes, output);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let params: Vec<f32> = (0..net.n_params()).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect();
+    net.set_params(&params);
+    net
+}
+
+/// Inputs in [0, 1]; one-hot targets for SoftMax, real targets for linear outputs.
+fn random_cases(n: usize, n_in: usize, n_out: usize, output: OutputKind, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let inputs = (0..n * n_in).map(|_| rng.random::<f32>()).collect();
+    let targets = match output {
+        OutputKind::Linear => (0..n * n_out).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect(),
+        OutputKind::SoftMax => (0..n).flat_map(|_| {
+            let class = rng.random_range(0..n_out);
+            (0..n_out).map(move |k| if k == class { 1.0 } else { 0.0 })
+        }).collect(),
+    };
+    (inputs, targets)
+}
+
+fn check_gradient(sizes: &[usize], output: OutputKind, penalty: f64) {
+    let backend = CpuBackend;
+    let (n_in, n_out) = (sizes[0], *sizes.last().unwrap());
+    let mut net = random_net(sizes, output, 7);
+    let (inputs, targets) = random_cases(37, n_in, n_out, output, 11);
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: n_in, n_outputs: n_out };
+    let mut gradient = vec![0.0; net.n_params()];
+    let value = criterion_and_gradient(&net, &backend, cases, penalty, &mut gradient);
+    assert!((value - criterion(&net, &backend, cases, penalty)).abs() < 1e-9 * value.abs().max(1.0));
+    let params = net.to_params();
+    let h = 1e-2f32;
+    let mut worst = 0.0f64;
+    for k in 0..params.len() {
+        let mut p = params.clone();
+        p[k] = params[k] + h;
+        net.set_params(&p);
+        let up = criterion(&net, &backend, cases, penalty);
+        p[k] = params[k] - h;
+        net.set_params(&p);
+        let down = criterion(&net, &backend, cases, penalty);
+        let numeric = (up - down) / (2.0 * h as f64);
+        let analytic = gradient[k] as f64;
+        let error = (numeric - analytic).abs() / (numeric.abs().max(analytic.abs()).max(1e-3));
+        worst = worst.max(error);
+        assert!(error < 2e-2, "{sizes:?} {output:?} penalty {penalty}: parameter {k}: backprop {analytic}, finite difference {numeric}");
+    }
+    net.set_params(&params);
+    assert!(worst < 2e-2);
+}
+
+#[test]
+fn softmax_gradient_matches_finite_differences() {
+    check_gradient(&[5, 4, 3], OutputKind::SoftMax, 0.0);
+    check_gradient(&[6, 3], OutputKind::SoftMax, 0.0);
+    check_gradient(&[4, 5, 3, 4], OutputKind::SoftMax, 0.0);
+}
+
+#[test]
+fn softmax_gradient_with_penalty_matches_finite_differences() {
+    check_gradient(&[5, 4, 3], OutputKind::SoftMax, 0.5);
+    check_gradient(&[6, 3], OutputKind::SoftMax, 2.0);
+}
+
+#[test]
+fn linear_gradient_matches_finite_differences() {
+    check_gradient(&[5, 4, 2], OutputKind::Linear, 0.0);
+    check_gradient(&[3, 2], OutputKind::Linear, 0.0);
+    check_gradient(&[4, 6, 3, 1], OutputKind::Linear, 0.0);
+}
+
+#[test]
+fn linear_gradient_with_penalty_matches_finite_differences() {
+    check_gradient(&[5, 4, 2], OutputKind::Linear, 0.5);
+    check_gradient(&[3, 2], OutputKind::Linear, 3.0);
+}
+
+#[test]
+fn criterion_matches_a_hand_computation() {
+    let backend = CpuBackend;
+    // One input, two outputs, no hidden layer: logits = x·w + b.
+    let mut net = Network::zeros(&[1, 2], OutputKind::SoftMax);
+    net.set_params(&[1.0, -1.0, 0.5, 0.0]);
+    let inputs = [2.0f32, 0.0];
+    let targets = [1.0f32, 0.0, 0.0, 1.0];
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 1, n_outputs: 2 };
+    // Case 1: logits (2.5, −2) → −ln p0; case 2: logits (0.5, 0) → −ln p1.
+    let p0 = 1.0 / (1.0 + (-4.5f64).exp());
+    let p1 = 1.0 / (1.0 + 0.5f64.exp());
+    let expected = (-(p0.ln()) - p1.ln()) / 2.0;
+    assert!((data_error(&net, &backend, cases) - expected).abs() < 1e-6);
+    // Penalty: PenFac · (1 + 1) / 2 weights; biases excluded.
+    assert!((penalty_term(&net, 0.3) - 0.3).abs() < 1e-12);
+    assert!((criterion(&net, &backend, cases, 0.3) - expected - 0.3).abs() < 1e-6);
+
+    net.output = OutputKind::Linear;
+    // Outputs (2.5, −2) and (0.5, 0): MSE over 4 values.
+    let mse = ((2.5f64 - 1.0).powi(2) + 4.0 + 0.25 + 1.0) / 4.0;
+    assert!((data_error(&net, &backend, cases) - mse).abs() < 1e-6);
+}
+
+#[test]
+fn softmax_survives_huge_logits_and_guards_the_log() {
+    let backend = CpuBackend;
+    let mut net = Network::zeros(&[1, 3], OutputKind::SoftMax);
+    net.set_params(&[1000.0, -1000.0, 0.0, 0.0, 0.0, 0.0]);
+    let inputs = [1.0f32];
+    let outputs = net.predict(&backend, &inputs);
+    assert!(outputs.iter().all(|p| p.is_finite()), "{outputs:?}");
+    assert!((outputs[0] - 1.0).abs() < 1e-6);
+    // Target on the class with probability e^-2000 (0 in f32): a large, finite error.
+    let targets = [0.0f32, 1.0, 0.0];
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 1, n_outputs: 3 };
+    let error = data_error(&net, &backend, cases);
+    assert!(error.is_finite() && error > 60.0, "{error}");
+}
