@@ -4,6 +4,7 @@
 
 pub mod affine_sigmoid;
 pub mod buffers;
+pub mod evaluate;
 pub mod gemm;
 pub mod sample;
 pub mod shader;
@@ -25,10 +26,13 @@ impl std::fmt::Display for GpuError {
 
 impl std::error::Error for GpuError {}
 
+#[derive(Clone)]
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub adapter_info: wgpu::AdapterInfo,
+    /// The first uncaptured error or the loss of the device, once one happened.
+    failure: std::sync::Arc<std::sync::Mutex<Option<String>>>,
 }
 
 #[derive(Serialize, Clone, Debug)]
@@ -40,8 +44,31 @@ pub struct AdapterSummary {
 }
 
 impl GpuContext {
-    /// Asks for a high-performance adapter with default limits. Natively the backend can be
-    /// pinned with `WGPU_BACKEND` (CI pins Vulkan on Mesa lavapipe).
+    /// Wraps a device so that its failures become errors of the next read-back instead of
+    /// panics (wgpu's default for uncaptured errors): a lost or destroyed device, or work that
+    /// failed validation, must let training fall back to the CPU with its state intact.
+    pub fn from_parts(device: wgpu::Device, queue: wgpu::Queue, adapter_info: wgpu::AdapterInfo) -> Self {
+        let failure = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+        let record = |slot: &std::sync::Arc<std::sync::Mutex<Option<String>>>, message: String| {
+            if let Ok(mut slot) = slot.lock() {
+                slot.get_or_insert(message);
+            }
+        };
+        let on_error = failure.clone();
+        device.on_uncaptured_error(std::sync::Arc::new(move |e: wgpu::Error| record(&on_error, format!("GPU error: {e}"))));
+        let on_lost = failure.clone();
+        device.set_device_lost_callback(move |reason, message| record(&on_lost, format!("the GPU device was lost ({reason:?}: {message})")));
+        GpuContext { device, queue, adapter_info, failure }
+    }
+
+    /// The first failure of this device, if any: once set, results from it cannot be trusted.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// Asks for a high-performance adapter with WebGPU's default limits, raised to what the
+    /// adapter offers for buffer sizes only (large layers need more than 128 MiB in one binding).
+    /// Natively the backend can be pinned with `WGPU_BACKEND` (CI pins Vulkan on Mesa lavapipe).
     pub async fn new() -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
@@ -50,10 +77,10 @@ impl GpuContext {
             .map_err(|e| GpuError(format!("no GPU adapter available ({e})")))?;
         let adapter_info = adapter.get_info();
         let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief"), ..Default::default() })
+            .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief"), required_limits: buffer_limits(&adapter.limits()), ..Default::default() })
             .await
             .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
-        Ok(GpuContext { device, queue, adapter_info })
+        Ok(GpuContext::from_parts(device, queue, adapter_info))
     }
 
     pub fn summary(&self) -> AdapterSummary {
@@ -73,11 +100,24 @@ impl GpuContext {
     }
 }
 
+/// WebGPU's default limits with the adapter's buffer-size limits, where those are larger.
+fn buffer_limits(adapter: &wgpu::Limits) -> wgpu::Limits {
+    let defaults = wgpu::Limits::default();
+    wgpu::Limits {
+        max_storage_buffer_binding_size: defaults.max_storage_buffer_binding_size.max(adapter.max_storage_buffer_binding_size),
+        max_buffer_size: defaults.max_buffer_size.max(adapter.max_buffer_size),
+        ..defaults
+    }
+}
+
 /// Copies byte ranges `(buffer, offset, size)` (multiples of 4) of several buffers into one
 /// staging buffer with one submission and one map: the once-per-epoch read.
 /// On the web the map callback only fires once control returns to the event loop, so this
 /// must be awaited, never spun on.
 pub async fn read_ranges(ctx: &GpuContext, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>, GpuError> {
+    if let Some(failure) = ctx.failure() {
+        return Err(GpuError(failure));
+    }
     let total: u64 = ranges.iter().map(|r| r.2).sum::<u64>().max(4);
     let staging = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("read_ranges"),
@@ -118,5 +158,9 @@ pub async fn read_ranges(ctx: &GpuContext, ranges: &[(&wgpu::Buffer, u64, u64)])
             .collect()
     };
     staging.unmap();
+    // Work that failed (e.g. on a device lost mid-epoch) leaves stale bytes behind: refuse them.
+    if let Some(failure) = ctx.failure() {
+        return Err(GpuError(failure));
+    }
     Ok(parts)
 }
