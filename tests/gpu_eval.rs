@@ -54,3 +54,18 @@ fn propagation_matches_cpu_on_mnist() {
     let ctx = context();
     check(pollster::block_on(common_gpu_eval::propagation_matches_cpu(&ctx, &mnist(5000), &[300, 50])));
 }
+
+#[test]
+fn generative_chains_match_cpu() {
+    let ctx = context();
+    let data = mnist(300);
+    let cases: Vec<usize> = (0..64).map(|k| k * 4 + 1).collect();
+    // Two layers, started from data; a one-layer model from random states across a submission
+    // boundary (40 steps > 32 per submission); Gaussian visible units.
+    let dbn = common_gpu_eval::random_dbn(784, &[120, 60], 0.1, VisibleUnits::Bernoulli);
+    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &dbn, Some((&data, &cases)), 0, 10, 0.0, 0.9)));
+    let one = common_gpu_eval::random_dbn(784, &[100], 0.1, VisibleUnits::Bernoulli);
+    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &one, None, 50, 40, 0.0, 0.9)));
+    let gaussian = common_gpu_eval::random_dbn(30, &[20], 0.1, VisibleUnits::Gaussian);
+    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &gaussian, None, 40, 12, 1e-3, 0.9)));
+}

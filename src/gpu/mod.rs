@@ -4,6 +4,7 @@
 
 pub mod affine_sigmoid;
 pub mod buffers;
+pub mod chains;
 pub mod evaluate;
 pub mod gemm;
 pub mod sample;

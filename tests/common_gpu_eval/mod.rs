@@ -176,3 +176,63 @@ pub fn binarised(data: &Dataset) -> Dataset {
     }
     Dataset { values: CaseValues::Floats(values), ..data.clone() }
 }
+
+/// A DBN of random layers over `n_inputs` with the given hidden sizes.
+pub fn random_dbn(n_inputs: usize, sizes: &[usize], scale: f32, first_units: VisibleUnits) -> deepbelief::model::Dbn {
+    let mut layers = Vec::new();
+    let mut nv = n_inputs;
+    for (k, &nh) in sizes.iter().enumerate() {
+        let units = if k == 0 { first_units } else { VisibleUnits::Bernoulli };
+        layers.push(random_rbm(nv, nh, 100 + 10 * k as u32, scale, units));
+        nv = nh;
+    }
+    deepbelief::model::Dbn { layers }
+}
+
+/// Generative chains on the GPU against `GenerativeChains` with the same seed: the starting
+/// states, then `steps` (advanced in two calls) Gibbs steps. Both draw the same uniforms, so
+/// chains stay identical until a near-tie flips one sample; at least `min_identical` of the
+/// chains must end with the same state (to `state_tolerance`: 0 for binary states), and those
+/// chains' images must agree to 1e-5.
+pub async fn chains_match_cpu(ctx: &GpuContext, dbn: &deepbelief::model::Dbn, start: Option<(&Dataset, &[usize])>, n_chains: usize, steps: usize, state_tolerance: f32, min_identical: f64) -> Outcome {
+    use deepbelief::gpu::chains::GpuChains;
+    use deepbelief::sample::GenerativeChains;
+    let cpu = &CpuBackend;
+    let seed = 1234;
+    let (mut c, mut g) = match start {
+        Some((data, cases)) => (GenerativeChains::from_data(dbn, cpu, data, cases, seed), gpu(GpuChains::from_data(ctx, dbn, data, cases, seed))?),
+        None => (GenerativeChains::from_random(dbn, cpu, n_chains, seed), gpu(GpuChains::from_random(ctx, dbn, n_chains, seed))?),
+    };
+    let n = c.n_chains;
+    ensure!(g.n_chains == n, "{} GPU chains, {n} CPU chains", g.n_chains);
+    let max_diff = |a: &[f32], b: &[f32]| a.iter().zip(b).fold(0.0f64, |m, (x, y)| m.max((*x as f64 - *y as f64).abs()));
+    let start_state = gpu(g.state(ctx).await)?;
+    let start_err = max_diff(&start_state, c.state());
+    ensure!(start_err <= 1e-5, "starting states differ by {start_err:e}");
+    let start_images = gpu(g.images(ctx).await)?;
+    let start_image_err = max_diff(&start_images, &c.images(dbn, cpu));
+    ensure!(start_image_err <= 1e-5, "starting images differ by {start_image_err:e}");
+
+    let first = steps / 3;
+    c.advance(dbn, cpu, first);
+    c.advance(dbn, cpu, steps - first);
+    g.advance(ctx, first);
+    g.advance(ctx, steps - first);
+    ensure!(g.steps_done == steps as u64, "steps_done {}", g.steps_done);
+    let (gs, cs) = (gpu(g.state(ctx).await)?, c.state().to_vec());
+    let width = cs.len() / n;
+    let same: Vec<bool> = (0..n).map(|r| max_diff(&gs[r * width..][..width], &cs[r * width..][..width]) <= state_tolerance as f64).collect();
+    let identical = same.iter().filter(|&&s| s).count();
+    ensure!(identical as f64 >= min_identical * n as f64, "only {identical} of {n} chains agree after {steps} steps");
+    let moved = max_diff(&gs, &start_state);
+    ensure!(moved > 0.5, "the chains did not move ({moved})");
+    let (gi, ci) = (gpu(g.images(ctx).await)?, c.images(dbn, cpu));
+    let pixels = ci.len() / n;
+    let image_err = (0..n).filter(|&r| same[r]).map(|r| max_diff(&gi[r * pixels..][..pixels], &ci[r * pixels..][..pixels])).fold(0.0, f64::max);
+    ensure!(image_err <= 1e-4, "images of agreeing chains differ by {image_err:e}");
+    let bytes = gpu(g.image_bytes(ctx).await)?;
+    ensure!(bytes.len() == ci.len(), "image bytes: {} values", bytes.len());
+    Ok(format!(
+        "{n} chains, {steps} steps: start error {start_err:.1e} (images {start_image_err:.1e}); {identical}/{n} chains identical at the end, their images within {image_err:.1e}"
+    ))
+}
