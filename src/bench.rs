@@ -260,7 +260,7 @@ pub struct GpuBenchReport {
 }
 
 fn share(ctx: &GpuContext) -> GpuContext {
-    GpuContext { device: ctx.device.clone(), queue: ctx.queue.clone(), adapter_info: ctx.adapter_info.clone() }
+    ctx.clone()
 }
 
 /// Masters' initialisation for one trial (the trainer's first trial, without scoring trials).

@@ -187,5 +187,5 @@ pub async fn context_with_adapter_limits() -> Result<GpuContext, GpuError> {
         .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief (adapter limits)"), required_limits: adapter.limits(), ..Default::default() })
         .await
         .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
-    Ok(GpuContext { device, queue, adapter_info })
+    Ok(GpuContext::from_parts(device, queue, adapter_info))
 }

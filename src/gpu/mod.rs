@@ -3,6 +3,7 @@
 //! and on WebGPU in headless Chromium. Each kernel family gets its own file here.
 
 pub mod affine_sigmoid;
+pub mod ais;
 pub mod buffers;
 pub mod chains;
 pub mod evaluate;

@@ -50,10 +50,10 @@ pub struct EpochReport {
     pub stop: Option<StopReason>,
 }
 
-struct Velocities {
-    weights: Vec<f32>,
-    visible_bias: Vec<f32>,
-    hidden_bias: Vec<f32>,
+pub(crate) struct Velocities {
+    pub(crate) weights: Vec<f32>,
+    pub(crate) visible_bias: Vec<f32>,
+    pub(crate) hidden_bias: Vec<f32>,
 }
 
 pub struct CdTrainer {
@@ -62,21 +62,21 @@ pub struct CdTrainer {
     /// Reconstruction error of each initialisation trial, and the winner.
     pub init_trial_errors: Vec<f64>,
     pub init_best_trial: usize,
-    velocity: Velocities,
-    previous_gradient: Option<Vec<f32>>,
+    pub(crate) velocity: Velocities,
+    pub(crate) previous_gradient: Option<Vec<f32>>,
     pub rates: RateState,
-    chain_length: ChainLength,
-    convergence: Convergence,
+    pub(crate) chain_length: ChainLength,
+    pub(crate) convergence: Convergence,
     pub sparsity: SparsityEstimate,
-    persistent_chains: Option<Vec<f32>>,
-    order: Vec<usize>,
-    shuffle_rng: ChaCha8Rng,
+    pub(crate) persistent_chains: Option<Vec<f32>>,
+    pub(crate) order: Vec<usize>,
+    pub(crate) shuffle_rng: ChaCha8Rng,
     /// Epochs completed.
     pub epoch: usize,
     /// Batches completed: the counter of the sampling streams.
-    step: u64,
+    pub(crate) step: u64,
     pub stopped: Option<StopReason>,
-    buffers: BatchBuffers,
+    pub(crate) buffers: BatchBuffers,
 }
 
 /// Per-batch figures the epoch report aggregates.
@@ -142,7 +142,7 @@ impl CdTrainer {
             )));
         }
         let started = now_seconds();
-        let snapshot = (self.rbm.clone(), self.rates.clone(), self.persistent_chains.clone());
+        let snapshot = (self.rbm.clone(), self.rates.clone(), self.persistent_chains.clone(), self.sparsity.clone());
         self.order.shuffle(&mut self.shuffle_rng);
         let k = self.chain_length.current();
         let batch_size = self.config.cases_per_batch(data.n_cases);
@@ -162,7 +162,7 @@ impl CdTrainer {
         self.order = order;
         let reconstruction_error = squared_error / (data.n_cases * data.n_inputs) as f64;
         if !reconstruction_error.is_finite() || !self.rbm.is_finite() {
-            (self.rbm, self.rates, self.persistent_chains) = snapshot;
+            (self.rbm, self.rates, self.persistent_chains, self.sparsity) = snapshot;
             self.reset_momentum();
             return Err(TrainError::NonFinite { epoch: self.epoch + 1 });
         }
@@ -193,7 +193,7 @@ impl CdTrainer {
         self.stopped.get_or_insert(StopReason::Cancelled);
     }
 
-    fn reset_momentum(&mut self) {
+    pub(crate) fn reset_momentum(&mut self) {
         self.velocity.weights.fill(0.0);
         self.velocity.visible_bias.fill(0.0);
         self.velocity.hidden_bias.fill(0.0);
@@ -309,7 +309,7 @@ pub fn column_means(values: &[f32], rows: usize, width: usize) -> Vec<f32> {
 }
 
 #[derive(Default)]
-struct BatchBuffers {
+pub(crate) struct BatchBuffers {
     visible: Vec<f32>,
     hidden: Vec<f32>,
     chain_hidden_sample: Vec<f32>,

@@ -1,6 +1,7 @@
 //! Training: settings, schedules, initialisation, contrastive divergence for one RBM, and
 //! greedy layer-wise training of a stack. Calls only `Backend` operations.
 
+pub mod checkpoint;
 pub mod config;
 pub mod contrastive_divergence;
 pub mod greedy;
@@ -10,6 +11,7 @@ pub mod penalties;
 pub mod schedule;
 pub mod weights_update;
 
+pub use checkpoint::CdCheckpoint;
 pub use config::{CdConfig, ConfigError, Schedule};
 pub use contrastive_divergence::{CdTrainer, EpochReport};
 pub use greedy::{GreedyEvent, GreedyTrainer, StackConfig};

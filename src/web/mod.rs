@@ -9,7 +9,7 @@ use crate::gpu::{affine_sigmoid, GpuContext};
 use crate::model::Dbn;
 use crate::report::image_grid::{self, RgbaImage, Scaling};
 use crate::sample::GenerativeChains;
-use crate::gpu::trainer::{check_supported, GpuCdTrainer};
+use crate::gpu::trainer::GpuCdTrainer;
 use crate::train::{CdTrainer, GreedyEvent, GreedyTrainer, StackConfig};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -229,9 +229,6 @@ impl Playground {
         let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
         let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
         let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer has been started"))?;
-        if let Err(e) = check_supported(&cpu.config) {
-            return Ok(Some(e.to_string()));
-        }
         let mut gpu = self.gpu.borrow_mut();
         if gpu.layer.is_some() {
             return Err(JsError::new("a layer is already training on the GPU"));

@@ -1,4 +1,4 @@
-//! Device-resident CD-k training of one Bernoulli RBM: the GPU counterpart of
+//! Device-resident CD-k / PCD training of one RBM: the GPU counterpart of
 //! [`CdTrainer`](crate::train::CdTrainer), with the same semantics and random streams.
 //!
 //! The data go to the device once (pixels as u8, 4 per u32; other data as f32). Each epoch the
@@ -35,27 +35,34 @@
 //! (PyTorch: 16.3; before the NT GEMM fix, 30.7 with `hidden → visible` at 9 TFLOP/s).
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
-//! Not supported (constructing returns an error naming the setting, so callers can fall back to
-//! the CPU): Gaussian visible units, persistent CD, `sample_inputs`. On divergence (NaN/Inf) the
-//! epoch returns [`TrainError::NonFinite`] but, unlike the CPU, does not roll the weights back.
+//! Also as on the CPU: persistent CD (the chains live in a device buffer that the last chain
+//! step overwrites), Gaussian visible units (linear visible means plus Box–Muller noise from the
+//! same stream), `sample_inputs` (the gathered batch is Bernoulli-sampled with `InputSample`),
+//! and the divergence rollback (device snapshot at the epoch's start, restored with momentum
+//! reset). The full state moves between backends through [`CdCheckpoint`](crate::train::CdCheckpoint)
+//! ([`GpuCdTrainer::checkpoint`], [`GpuCdTrainer::from_cpu`]), so a lost device costs at most the
+//! epochs since the last checkpoint.
+
+mod plan;
+mod state;
 
 use super::buffers::{self, StepSlot, StepTable};
-use super::gemm::{GemmCall, GemmKernels, GemmOp};
+use super::gemm::GemmKernels;
 use super::reduce::{partial_count, Dispatch, ReduceKernels, Step, Target};
-use super::schedule::{self, EpochFigures, ScheduleBuffers, ScheduleKernels, TrainState};
+use super::sample::SampleKernels;
+use super::schedule::{self, EpochFigures, ScheduleKernels, TrainState};
 use super::shader;
-use super::update::{update_partial_count, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
+use super::update::{update_partial_count, UpdateKernels};
 use super::{GpuContext, GpuError};
-use crate::backend::Activation;
 use crate::clock::now_seconds;
 use crate::data::{CaseValues, Dataset};
 use crate::model::{Rbm, VisibleUnits};
-use crate::rng::{Purpose, RngStream};
 use crate::train::config::CdConfig;
 use crate::train::contrastive_divergence::EpochReport;
 use crate::train::init::trial_rng;
 use crate::train::schedule::{close_epoch, ChainLength, Convergence, RateState, StopReason};
 use crate::train::{CdTrainer, TrainError};
+use plan::{Plan, PlanShape};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
@@ -64,72 +71,48 @@ pub const BATCHES_PER_SUBMIT: usize = 64;
 
 /// `shaders/gather.wgsl`; `byte_to_unit` is appended from gemm.wgsl so both kernels convert
 /// pixels identically.
-const GATHER_SHADER: &str = include_str!("../../shaders/gather.wgsl");
+const GATHER_SHADER: &str = include_str!("../../../shaders/gather.wgsl");
 
 /// `byte_to_unit` of gemm.wgsl (exactly the CPU's `b as f32 / 255.0`), reused verbatim.
 fn byte_to_unit_source() -> &'static str {
-    let source = include_str!("../../shaders/gemm.wgsl");
+    let source = include_str!("../../../shaders/gemm.wgsl");
     let start = source.find("fn byte_to_unit").expect("gemm.wgsl defines byte_to_unit");
     let end = start + source[start..].find("\n}\n").expect("end of byte_to_unit") + 3;
     &source[start..end]
 }
 
-/// Checks that `config` and `data` are what the GPU trainer supports; the message names the
-/// setting that is not.
-pub fn check_supported(config: &CdConfig) -> Result<(), GpuError> {
-    if config.visible_units != VisibleUnits::Bernoulli {
-        return Err(GpuError("the GPU trainer supports Bernoulli visible units only (visible_units = gaussian runs on the CPU)".into()));
-    }
-    if config.persistent {
-        return Err(GpuError("the GPU trainer does not support persistent CD yet (persistent = true runs on the CPU)".into()));
-    }
-    if config.sample_inputs {
-        return Err(GpuError("the GPU trainer does not support sample_inputs (binarised inputs of higher layers) yet".into()));
+/// Checks that the device can hold this training run: every buffer within the adapter's
+/// storage-binding and buffer-size limits. The message names the buffer and both sizes, so the
+/// caller can fall back to the CPU with a useful notice.
+pub fn check_fits(limits: &wgpu::Limits, config: &CdConfig, n_cases: usize, n_visible: usize, n_hidden: usize, data_u8: bool) -> Result<(), GpuError> {
+    let rows = config.cases_per_batch(n_cases).max(if config.persistent { config.n_persistent_chains } else { 0 });
+    let data_bytes = if data_u8 { n_cases * n_visible } else { 4 * n_cases * n_visible };
+    let largest = [("the training data", data_bytes), ("the weights", 4 * n_visible * n_hidden), ("a batch of hidden units", 4 * rows * n_hidden), ("a batch of visible units", 4 * rows * n_visible)];
+    let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size) as usize;
+    for (what, bytes) in largest {
+        if bytes > limit {
+            return Err(GpuError(format!("{what} need {bytes} bytes, more than this adapter binds in one buffer ({limit} bytes)")));
+        }
     }
     Ok(())
-}
-
-struct GatherCall {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    groups: (u32, u32, u32),
-    slot_offsets: Vec<u32>,
-    _params: wgpu::Buffer,
-}
-
-impl GatherCall {
-    fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[self.slot_offsets[slot as usize]]);
-        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
-    }
-}
-
-/// The prepared dispatches of one batch size and chain length.
-struct Plan {
-    gather: GatherCall,
-    positive: GemmCall,
-    /// Per chain step: visible GEMM, hidden GEMM.
-    chain: Vec<(GemmCall, GemmCall)>,
-    error: Step,
-    /// Per gradient parity: positive and negative outer products.
-    gradient: Vec<(GemmCall, GemmCall)>,
-    visible: Step,
-    hidden: Step,
-    update: Vec<Step>,
-    end: Step,
 }
 
 struct DeviceBuffers {
     data: wgpu::Buffer,
     data_u8: bool,
     order: wgpu::Buffer,
+    /// With `sample_inputs`: the gathered batch before its Bernoulli sample.
+    v0_probabilities: Option<wgpu::Buffer>,
     v0: wgpu::Buffer,
     h0: wgpu::Buffer,
     hs: wgpu::Buffer,
     vk: wgpu::Buffer,
     vks: wgpu::Buffer,
     hk: wgpu::Buffer,
+    /// PCD: the chains' visible states, carried from batch to batch.
+    persistent: Option<wgpu::Buffer>,
+    /// PCD: the batch's mean-field reconstruction (for the reported error).
+    reconstruction: Option<wgpu::Buffer>,
     weights: wgpu::Buffer,
     velocity: wgpu::Buffer,
     gradients: [wgpu::Buffer; 2],
@@ -153,24 +136,29 @@ struct Kernels {
     update: UpdateKernels,
     reduce: ReduceKernels,
     schedule: ScheduleKernels,
+    sample: SampleKernels,
     gather_layout: wgpu::BindGroupLayout,
     gather: wgpu::ComputePipeline,
 }
 
-/// CD-k training of one Bernoulli RBM on the device. See the module docs.
+/// CD-k or PCD training of one RBM on the device. See the module docs.
 pub struct GpuCdTrainer {
     pub config: CdConfig,
     ctx: GpuContext,
     kernels: Kernels,
     b: DeviceBuffers,
+    /// Device copies of the model at the start of the epoch, restored on divergence.
+    snapshot: state::Snapshot,
     table: StepTable,
     /// (k, full-batch plan, tail plan when the last batch is shorter).
     plans: Option<(usize, Plan, Option<Plan>)>,
     max_steps: Vec<Step>,
+    visible_units: VisibleUnits,
     n_visible: usize,
     n_hidden: usize,
     n_cases: usize,
     batch_size: usize,
+    chains: Option<usize>,
     batches: usize,
     order: Vec<usize>,
     shuffle_rng: ChaCha8Rng,
@@ -182,56 +170,71 @@ pub struct GpuCdTrainer {
     /// Batches completed: the counter of the sampling streams.
     step: u64,
     pub stopped: Option<StopReason>,
+    init_trial_errors: Vec<f64>,
+    init_best_trial: usize,
 }
 
 impl GpuCdTrainer {
-    /// Takes over a freshly built CPU trainer (its configuration and its initialised RBM, which
-    /// `CdTrainer::new` chose by random trials) at epoch 0, and uploads `data` once.
+    /// Takes over a CPU trainer between epochs (usually freshly built, so its RBM is the one
+    /// its random trials chose), with its whole state, and uploads `data` once.
     pub fn from_cpu(ctx: GpuContext, cpu: &CdTrainer, data: &Dataset) -> Result<Self, GpuError> {
-        if cpu.epoch != 0 {
-            return Err(GpuError(format!("the CPU trainer has done {} epochs; the GPU trainer starts at epoch 0", cpu.epoch)));
-        }
-        Self::new(ctx, cpu.config.clone(), &cpu.rbm, data)
+        let checkpoint = cpu.checkpoint();
+        let mut trainer = Self::new(ctx, cpu.config.clone(), &checkpoint.rbm, data)?;
+        trainer.restore(&checkpoint);
+        Ok(trainer)
     }
 
     /// A trainer at epoch 0 for `config`, starting from `rbm` (as `CdTrainer` after its
     /// initialisation), with `data` uploaded once.
     pub fn new(ctx: GpuContext, config: CdConfig, rbm: &Rbm, data: &Dataset) -> Result<Self, GpuError> {
-        check_supported(&config)?;
         config.validate(data.n_cases).map_err(|e| GpuError(format!("invalid setting {e}")))?;
-        if rbm.visible_units != VisibleUnits::Bernoulli {
-            return Err(GpuError("the GPU trainer supports Bernoulli visible units only".into()));
+        if rbm.visible_units != config.visible_units {
+            return Err(GpuError(format!("the model has {:?} visible units but the settings ask for {:?}", rbm.visible_units, config.visible_units)));
         }
         if data.n_inputs != rbm.n_visible || data.n_cases == 0 {
             return Err(GpuError(format!("{}: {} cases of {} inputs for a model with {} visible units", data.name, data.n_cases, data.n_inputs, rbm.n_visible)));
         }
+        let data_u8 = matches!(data.values, CaseValues::Bytes(_));
+        check_fits(&ctx.device.limits(), &config, data.n_cases, rbm.n_visible, rbm.n_hidden, data_u8)?;
         let (nv, nh, n_cases) = (rbm.n_visible, rbm.n_hidden, data.n_cases);
         let batch_size = config.cases_per_batch(n_cases);
         let batches = n_cases.div_ceil(batch_size);
+        let chains = config.persistent.then_some(config.n_persistent_chains);
+        let chain_rows = chains.unwrap_or(batch_size);
         let device = &ctx.device;
 
-        let (data_buffer, data_u8) = match &data.values {
-            CaseValues::Bytes(bytes) => (buffers::upload_bytes(&ctx, "data_u8", bytes), true),
+        let data_buffer = match &data.values {
+            CaseValues::Bytes(bytes) => buffers::upload_bytes(&ctx, "data_u8", bytes),
             _ => {
                 let mut all = vec![0.0f32; n_cases * nv];
                 let cases: Vec<usize> = (0..n_cases).collect();
                 data.gather_into(&cases, &mut all);
-                (buffers::upload(&ctx, "data_f32", &all), false)
+                buffers::upload(&ctx, "data_f32", &all)
             }
         };
         let f = |label: &str, len: usize| buffers::zeros_f32(&ctx, label, len);
         let n = nv * nh;
         let n_partials = update_partial_count(nv, nh) as usize;
+        let persistent = chains.map(|n_chains| {
+            // As the CPU: chains start from data cases spread through the set.
+            let cases: Vec<usize> = (0..n_chains).map(|k| k * n_cases / n_chains).collect();
+            let mut start = vec![0.0; n_chains * nv];
+            data.gather_into(&cases, &mut start);
+            buffers::upload(&ctx, "persistent_chains", &start)
+        });
         let b = DeviceBuffers {
             data: data_buffer,
             data_u8,
             order: buffers::zeros(&ctx, "order", 4 * n_cases as u64),
+            v0_probabilities: config.sample_inputs.then(|| f("v0_probabilities", batch_size * nv)),
             v0: f("v0", batch_size * nv),
             h0: f("h0", batch_size * nh),
-            hs: f("hidden_sample", batch_size * nh),
-            vk: f("vk", batch_size * nv),
-            vks: f("vk_sample", batch_size * nv),
-            hk: f("hk", batch_size * nh),
+            hs: f("hidden_sample", chain_rows * nh),
+            vk: f("vk", chain_rows * nv),
+            vks: f("vk_sample", chain_rows * nv),
+            hk: f("hk", chain_rows * nh),
+            persistent,
+            reconstruction: chains.map(|_| f("reconstruction", batch_size * nv)),
             weights: buffers::upload(&ctx, "weights", &rbm.weights),
             velocity: f("weight_velocity", n),
             gradients: [f("gradient0", n), f("gradient1", n)],
@@ -249,33 +252,10 @@ impl GpuCdTrainer {
             max_partials: f("max_partials", partial_count(n) as usize),
             max_out: f("max_weight", 1),
         };
-        use wgpu::BufferBindingType::{Storage, Uniform};
-        let gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("gather"),
-            entries: &[
-                shader::buffer_entry(0, Uniform, false),
-                shader::buffer_entry(1, Uniform, true),
-                shader::buffer_entry(2, Storage { read_only: true }, false),
-                shader::buffer_entry(3, Storage { read_only: true }, false),
-                shader::buffer_entry(4, Storage { read_only: false }, false),
-            ],
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("gather"),
-            source: wgpu::ShaderSource::Wgsl(format!("{GATHER_SHADER}\n{}", byte_to_unit_source()).into()),
-        });
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("gather"), bind_group_layouts: &[Some(&gather_layout)], immediate_size: 0 });
-        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("gather"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        let kernels = Kernels { gemm: GemmKernels::new(&ctx), update: UpdateKernels::new(device), reduce: ReduceKernels::new(device), schedule: ScheduleKernels::new(device), gather_layout, gather };
+        let kernels = Kernels::new(&ctx);
         let max_steps = kernels.reduce.max_abs(device, &b.weights, n, &b.max_partials, Target { buffer: &b.max_out, slot: 0, accumulate: false });
         let table = StepTable::new(&ctx, &vec![StepSlot::default(); batches]);
+        let snapshot = state::Snapshot::new(&ctx, &b);
         Ok(GpuCdTrainer {
             rates: RateState::new(&config),
             chain_length: ChainLength::new(&config),
@@ -286,17 +266,22 @@ impl GpuCdTrainer {
             ctx,
             kernels,
             b,
+            snapshot,
             table,
             plans: None,
             max_steps,
+            visible_units: rbm.visible_units,
             n_visible: nv,
             n_hidden: nh,
             n_cases,
             batch_size,
+            chains,
             batches,
             epoch: 0,
             step: 0,
             stopped: None,
+            init_trial_errors: Vec::new(),
+            init_best_trial: 0,
         })
     }
 
@@ -323,143 +308,13 @@ impl GpuCdTrainer {
     }
 
     fn plan(&self, rows: usize, k: usize) -> Result<Plan, GpuError> {
-        let (ctx, kn, b) = (&self.ctx, &self.kernels, &self.b);
-        let device = &ctx.device;
-        let (nv, nh) = (self.n_visible, self.n_hidden);
-        let (r, v, h) = (rows as u32, nv as u32, nh as u32);
-        let seed = self.config.seed;
-        let table = &self.table;
-        let gather_params = {
-            use wgpu::util::DeviceExt;
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("gather_params"),
-                contents: bytemuck::cast_slice(&[r, v, b.data_u8 as u32, 0]),
-                usage: wgpu::BufferUsages::UNIFORM,
-            })
-        };
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("gather"),
-            layout: &kn.gather_layout,
-            entries: &[
-                wgpu::BindGroupEntry { binding: 0, resource: gather_params.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 1, resource: table.binding() },
-                wgpu::BindGroupEntry { binding: 2, resource: b.data.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 3, resource: b.order.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 4, resource: b.v0.as_entire_binding() },
-            ],
-        });
-        let gather = GatherCall {
-            pipeline: kn.gather.clone(),
-            bind_group,
-            groups: shader::grid(((rows * nv).div_ceil(256)) as u32),
-            slot_offsets: (0..table.len()).map(|i| table.offset(i)).collect(),
-            _params: gather_params,
-        };
-        let mut positive = GemmOp::new(r, v, h, &b.data, &b.weights, &b.h0)
-            .gather_a(&b.order, 0)
-            .bias(&b.hidden_bias)
-            .activation(Activation::Sigmoid)
-            .sample(&b.hs, RngStream::new(seed, 0, Purpose::HiddenSample))
-            .slots(table);
-        if b.data_u8 {
-            positive = positive.u8_a();
-        }
-        let positive = kn.gemm.prepare(ctx, &positive)?;
-        let negative_visible = if self.config.mean_field_visible { &b.vk } else { &b.vks };
-        let mut chain = Vec::with_capacity(k);
-        for s in 0..k {
-            let mut vis = GemmOp::new(r, h, v, &b.hs, &b.weights, &b.vk).transpose_b().bias(&b.visible_bias).activation(Activation::Sigmoid).slots(table);
-            if !self.config.mean_field_visible {
-                vis = vis.sample(&b.vks, RngStream::new(seed, s as u64, Purpose::VisibleSample));
-            }
-            let mut hid = GemmOp::new(r, v, h, negative_visible, &b.weights, &b.hk).bias(&b.hidden_bias).activation(Activation::Sigmoid).slots(table);
-            if s + 1 < k {
-                hid = hid.sample(&b.hs, RngStream::new(seed, s as u64 + 1, Purpose::ChainHidden));
-            }
-            chain.push((kn.gemm.prepare(ctx, &vis)?, kn.gemm.prepare(ctx, &hid)?));
-        }
-        let error = kn.reduce.sum_sq_diff_partials(device, &b.v0, &b.vk, rows * nv, &b.error_partials);
-        let mut gradient = Vec::new();
-        for g in &b.gradients {
-            let pos = GemmOp::new(v, r, h, &b.v0, &b.h0, g).transpose_a().alpha(1.0 / rows as f32).slots(table);
-            let neg = GemmOp::new(v, r, h, negative_visible, &b.hk, g).transpose_a().alpha(-1.0 / rows as f32).accumulate().slots(table);
-            gradient.push((kn.gemm.prepare(ctx, &pos)?, kn.gemm.prepare(ctx, &neg)?));
-        }
-        let visible = kn.update.visible_bias_step(
-            device,
-            rows,
-            rows,
-            nv,
-            &VisibleBiasBuffers { positive: &b.v0, negative: negative_visible, bias: &b.visible_bias, velocity: &b.visible_velocity, mean_input: &b.mean_input, state: &b.state },
-        );
-        let hidden = kn.update.hidden_bias_step(
-            device,
-            rows,
-            rows,
-            nh,
-            &HiddenBiasBuffers {
-                positive: &b.h0,
-                negative: &b.hk,
-                bias: &b.hidden_bias,
-                velocity: &b.hidden_velocity,
-                smoothed: &b.smoothed,
-                sparsity_derivative: &b.sparsity_derivative,
-                state: &b.state,
-            },
-        );
-        let update = (0..2)
-            .map(|p| {
-                kn.update.weight_update(
-                    device,
-                    nv,
-                    nh,
-                    &WeightUpdateBuffers {
-                        weights: &b.weights,
-                        velocity: &b.velocity,
-                        gradient: &b.gradients[p],
-                        previous: &b.gradients[1 - p],
-                        mean_input: &b.mean_input,
-                        sparsity_derivative: &b.sparsity_derivative,
-                        state: &b.state,
-                        partials: &b.partials,
-                    },
-                )
-            })
-            .collect();
-        let end = kn.schedule.step(
-            device,
-            &ScheduleBuffers {
-                state: &b.state,
-                update_partials: &b.partials,
-                n_update_partials: update_partial_count(nv, nh),
-                error_partials: Some((&b.error_partials, partial_count(rows * nv))),
-                n_weights: nv * nh,
-                batch_log: &b.log,
-                log_capacity: self.batches as u32,
-            },
-        );
-        Ok(Plan { gather, positive, chain, error, gradient, visible, hidden, update, end })
+        let shape = PlanShape { rows, chains: self.chains.unwrap_or(rows), k, n_visible: self.n_visible, n_hidden: self.n_hidden, batches: self.batches, config: &self.config };
+        plan::build(&self.ctx, &self.kernels, &self.b, &self.table, &shape)
     }
 
-    fn record_batch(plan: &Plan, pass: &mut wgpu::ComputePass<'_>, slot: u32, parity: usize) {
-        plan.gather.dispatch(pass, slot);
-        plan.positive.dispatch(pass, slot);
-        for (s, (vis, hid)) in plan.chain.iter().enumerate() {
-            vis.dispatch(pass, slot);
-            if s == 0 {
-                plan.error.record_in(pass);
-            }
-            hid.dispatch(pass, slot);
-        }
-        plan.gradient[parity].0.dispatch(pass, slot);
-        plan.gradient[parity].1.dispatch(pass, slot);
-        plan.visible.record_in(pass);
-        plan.hidden.record_in(pass);
-        plan.update[parity].record_in(pass);
-        plan.end.record_in(pass);
-    }
-
-    /// One pass over the data on the device; the same report as `CdTrainer::train_epoch`.
+    /// One pass over the data on the device; the same report as `CdTrainer::train_epoch`. On
+    /// divergence the device model goes back to the start of the epoch, momentum is reset, and
+    /// [`TrainError::NonFinite`] is returned, as on the CPU.
     pub async fn train_epoch(&mut self) -> Result<EpochReport, TrainError> {
         let gpu = |e: GpuError| TrainError::Data(e.to_string());
         let started = now_seconds();
@@ -479,12 +334,15 @@ impl GpuCdTrainer {
         let (_, full, tail) = self.plans.as_ref().unwrap();
         for first in (0..self.batches).step_by(BATCHES_PER_SUBMIT) {
             let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("cd_epoch") });
+            if first == 0 {
+                self.snapshot.save(&mut encoder, &self.b);
+            }
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("cd_batches"), timestamp_writes: None });
                 for batch in first..(first + BATCHES_PER_SUBMIT).min(self.batches) {
                     let plan = if batch + 1 == self.batches { tail.as_ref().unwrap_or(full) } else { full };
                     let parity = ((self.step + batch as u64) % 2) as usize;
-                    Self::record_batch(plan, &mut pass, batch as u32, parity);
+                    plan.record_batch(&mut pass, batch as u32, parity);
                 }
                 if first + BATCHES_PER_SUBMIT >= self.batches {
                     self.max_steps.record_in(&mut pass);
@@ -498,6 +356,7 @@ impl GpuCdTrainer {
         let max_weight: f32 = bytemuck::pod_read_unaligned(&extra[0][..4]);
         let reconstruction_error = figures.squared_error / (self.n_cases * self.n_visible) as f64;
         if !reconstruction_error.is_finite() || !max_weight.is_finite() {
+            self.roll_back();
             return Err(TrainError::NonFinite { epoch: self.epoch + 1 });
         }
         self.epoch += 1;
@@ -524,16 +383,43 @@ impl GpuCdTrainer {
             stop,
         })
     }
+}
 
-    /// Reads the weights and biases back into a host [`Rbm`] (one submission).
-    pub async fn download_rbm(&self) -> Result<Rbm, GpuError> {
-        let (nv, nh) = (self.n_visible, self.n_hidden);
-        let parts = schedule::read_ranges(
-            &self.ctx,
-            &[(&self.b.weights, 0, (4 * nv * nh) as u64), (&self.b.visible_bias, 0, (4 * nv) as u64), (&self.b.hidden_bias, 0, (4 * nh) as u64)],
-        )
-        .await?;
-        let floats = |bytes: &[u8]| bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<f32>>();
-        Ok(Rbm { visible_units: VisibleUnits::Bernoulli, n_visible: nv, n_hidden: nh, weights: floats(&parts[0]), visible_bias: floats(&parts[1]), hidden_bias: floats(&parts[2]) })
+impl Kernels {
+    fn new(ctx: &GpuContext) -> Self {
+        let device = &ctx.device;
+        use wgpu::BufferBindingType::{Storage, Uniform};
+        let gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("gather"),
+            entries: &[
+                shader::buffer_entry(0, Uniform, false),
+                shader::buffer_entry(1, Uniform, true),
+                shader::buffer_entry(2, Storage { read_only: true }, false),
+                shader::buffer_entry(3, Storage { read_only: true }, false),
+                shader::buffer_entry(4, Storage { read_only: false }, false),
+            ],
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("gather"),
+            source: wgpu::ShaderSource::Wgsl(format!("{GATHER_SHADER}\n{}", byte_to_unit_source()).into()),
+        });
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("gather"), bind_group_layouts: &[Some(&gather_layout)], immediate_size: 0 });
+        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("gather"),
+            layout: Some(&layout),
+            module: &module,
+            entry_point: Some("main"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        Kernels {
+            gemm: GemmKernels::new(ctx),
+            update: UpdateKernels::new(device),
+            reduce: ReduceKernels::new(device),
+            schedule: ScheduleKernels::new(device),
+            sample: SampleKernels::new(ctx),
+            gather_layout,
+            gather,
+        }
     }
 }

@@ -1,0 +1,287 @@
+//! The prepared dispatches of one batch: built once per (batch rows, chain length), recorded
+//! for every batch with the batch's [`StepTable`] slot.
+//!
+//! Buffer roles (rows = cases in the batch, chains = rows for CD or the persistent chains):
+//! - `v0` (rows × nv): the batch as f32, gathered through the shuffled order; with
+//!   `sample_inputs` the gather lands in `v0_probabilities` and `v0` holds its Bernoulli sample;
+//! - `h0` (rows × nh): positive hidden probabilities;
+//! - `hs` (chains × nh): the hidden sample that drives the next visible step;
+//! - `vk`, `vks` (chains × nv): visible means and samples of the chain; for PCD the last step
+//!   writes its visible state straight into `persistent`, which is the next batch's start;
+//! - `hk` (chains × nh): hidden probabilities at the chain's end.
+
+use super::{DeviceBuffers, Kernels};
+use crate::backend::Activation;
+use crate::gpu::buffers::StepTable;
+use crate::gpu::gemm::{GemmCall, GemmOp};
+use crate::gpu::reduce::{partial_count, Dispatch, Step};
+use crate::gpu::sample::{SampleCall, SampleOp};
+use crate::gpu::schedule::ScheduleBuffers;
+use crate::gpu::shader;
+use crate::gpu::update::{update_partial_count, HiddenBiasBuffers, VisibleBiasBuffers, WeightUpdateBuffers};
+use crate::gpu::{GpuContext, GpuError};
+use crate::model::VisibleUnits;
+use crate::rng::{Purpose, RngStream};
+use crate::train::config::CdConfig;
+
+pub(super) struct GatherCall {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: (u32, u32, u32),
+    slot_offsets: Vec<u32>,
+    _params: wgpu::Buffer,
+}
+
+impl GatherCall {
+    fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[self.slot_offsets[slot as usize]]);
+        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
+    }
+}
+
+/// One step of the negative chain.
+struct ChainStep {
+    visible: GemmCall,
+    /// Gaussian noise added to the visible means (sampled Gaussian visibles).
+    noise: Option<SampleCall>,
+    hidden: GemmCall,
+}
+
+pub(super) struct Plan {
+    gather: GatherCall,
+    input_sample: Option<SampleCall>,
+    positive: GemmCall,
+    /// PCD: hidden probabilities and sample of the persistent chains.
+    chain_start: Option<GemmCall>,
+    chain: Vec<ChainStep>,
+    /// PCD: the mean-field reconstruction of the batch, for the reported error.
+    reconstruction: Option<GemmCall>,
+    error: Step,
+    /// Per gradient parity: positive and negative outer products.
+    gradient: Vec<(GemmCall, GemmCall)>,
+    visible: Step,
+    hidden: Step,
+    update: Vec<Step>,
+    end: Step,
+}
+
+/// Shapes and settings the plan depends on.
+pub(super) struct PlanShape<'a> {
+    pub rows: usize,
+    pub chains: usize,
+    pub k: usize,
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub batches: usize,
+    pub config: &'a CdConfig,
+}
+
+pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &StepTable, shape: &PlanShape) -> Result<Plan, GpuError> {
+    let device = &ctx.device;
+    let config = shape.config;
+    let (rows, chains, k, nv, nh) = (shape.rows, shape.chains, shape.k, shape.n_visible, shape.n_hidden);
+    let (r, c, v, h) = (rows as u32, chains as u32, nv as u32, nh as u32);
+    let seed = config.seed;
+    let gaussian = config.visible_units == VisibleUnits::Gaussian;
+    let visible_activation = if gaussian { Activation::Linear } else { Activation::Sigmoid };
+    let persistent = b.persistent.as_ref();
+
+    let gathered = b.v0_probabilities.as_ref().unwrap_or(&b.v0);
+    let gather = gather_call(ctx, kn, b, table, rows, nv, gathered);
+    let input_sample = match &b.v0_probabilities {
+        Some(probabilities) => Some(kn.sample.prepare(ctx, &SampleOp::bernoulli(probabilities, &b.v0, r * v, RngStream::new(seed, 0, Purpose::InputSample)).slots(table))?),
+        None => None,
+    };
+    // The positive product reads the pixels straight from the data when nothing changes them.
+    let mut positive = match input_sample {
+        Some(_) => GemmOp::new(r, v, h, &b.v0, &b.weights, &b.h0),
+        None => {
+            let op = GemmOp::new(r, v, h, &b.data, &b.weights, &b.h0).gather_a(&b.order, 0);
+            if b.data_u8 {
+                op.u8_a()
+            } else {
+                op
+            }
+        }
+    }
+    .bias(&b.hidden_bias)
+    .activation(Activation::Sigmoid)
+    .slots(table);
+    if persistent.is_none() {
+        positive = positive.sample(&b.hs, RngStream::new(seed, 0, Purpose::HiddenSample));
+    }
+    let positive = kn.gemm.prepare(ctx, &positive)?;
+    let chain_start = match persistent {
+        Some(state) => Some(kn.gemm.prepare(
+            ctx,
+            &GemmOp::new(c, v, h, state, &b.weights, &b.hk)
+                .bias(&b.hidden_bias)
+                .activation(Activation::Sigmoid)
+                .sample(&b.hs, RngStream::new(seed, 0, Purpose::HiddenSample))
+                .slots(table),
+        )?),
+        None => None,
+    };
+
+    // Where each chain step's visible state lands: the persistent chains at the last PCD step.
+    let visible_state = |s: usize| -> &wgpu::Buffer {
+        match persistent {
+            Some(state) if s + 1 == k => state,
+            _ if config.mean_field_visible => &b.vk,
+            _ => &b.vks,
+        }
+    };
+    let mut chain = Vec::with_capacity(k);
+    for s in 0..k {
+        let state = visible_state(s);
+        let stream = RngStream::new(seed, s as u64, Purpose::VisibleSample);
+        let base = GemmOp::new(c, h, v, &b.hs, &b.weights, state).transpose_b().bias(&b.visible_bias).activation(visible_activation).slots(table);
+        let (visible, noise) = match (config.mean_field_visible, gaussian) {
+            (true, _) | (false, true) => (base, None),
+            // Bernoulli sample of the means (kept in vk, which must differ from the samples).
+            (false, false) => (GemmOp::new(c, h, v, &b.hs, &b.weights, &b.vk).transpose_b().bias(&b.visible_bias).activation(visible_activation).slots(table).sample(state, stream), None),
+        };
+        let noise = match (config.mean_field_visible, gaussian) {
+            (false, true) => Some(kn.sample.prepare(ctx, &SampleOp::gaussian_noise(state, c * v, stream).slots(table))?),
+            _ => noise,
+        };
+        let mut hidden = GemmOp::new(c, v, h, state, &b.weights, &b.hk).bias(&b.hidden_bias).activation(Activation::Sigmoid).slots(table);
+        if s + 1 < k {
+            hidden = hidden.sample(&b.hs, RngStream::new(seed, s as u64 + 1, Purpose::ChainHidden));
+        }
+        chain.push(ChainStep { visible: kn.gemm.prepare(ctx, &visible)?, noise, hidden: kn.gemm.prepare(ctx, &hidden)? });
+    }
+    let negative_visible = visible_state(k - 1);
+
+    // The reported error compares each case with its one-step mean reconstruction: the chain's
+    // first visible means for CD (before any noise), a separate product for PCD.
+    let (reconstruction, error_source) = match &b.reconstruction {
+        Some(out) => (Some(kn.gemm.prepare(ctx, &GemmOp::new(r, h, v, &b.h0, &b.weights, out).transpose_b().bias(&b.visible_bias).activation(visible_activation).slots(table))?), out),
+        None => (None, if !config.mean_field_visible && gaussian { visible_state(0) } else { &b.vk }),
+    };
+    let error = kn.reduce.sum_sq_diff_partials(device, &b.v0, error_source, rows * nv, &b.error_partials);
+
+    let mut gradient = Vec::new();
+    for g in &b.gradients {
+        let pos = GemmOp::new(v, r, h, &b.v0, &b.h0, g).transpose_a().alpha(1.0 / rows as f32).slots(table);
+        let neg = GemmOp::new(v, c, h, negative_visible, &b.hk, g).transpose_a().alpha(-1.0 / chains as f32).accumulate().slots(table);
+        gradient.push((kn.gemm.prepare(ctx, &pos)?, kn.gemm.prepare(ctx, &neg)?));
+    }
+    let visible = kn.update.visible_bias_step(
+        device,
+        rows,
+        chains,
+        nv,
+        &VisibleBiasBuffers { positive: &b.v0, negative: negative_visible, bias: &b.visible_bias, velocity: &b.visible_velocity, mean_input: &b.mean_input, state: &b.state },
+    );
+    let hidden = kn.update.hidden_bias_step(
+        device,
+        rows,
+        chains,
+        nh,
+        &HiddenBiasBuffers {
+            positive: &b.h0,
+            negative: &b.hk,
+            bias: &b.hidden_bias,
+            velocity: &b.hidden_velocity,
+            smoothed: &b.smoothed,
+            sparsity_derivative: &b.sparsity_derivative,
+            state: &b.state,
+        },
+    );
+    let update = (0..2)
+        .map(|p| {
+            kn.update.weight_update(
+                device,
+                nv,
+                nh,
+                &WeightUpdateBuffers {
+                    weights: &b.weights,
+                    velocity: &b.velocity,
+                    gradient: &b.gradients[p],
+                    previous: &b.gradients[1 - p],
+                    mean_input: &b.mean_input,
+                    sparsity_derivative: &b.sparsity_derivative,
+                    state: &b.state,
+                    partials: &b.partials,
+                },
+            )
+        })
+        .collect();
+    let end = kn.schedule.step(
+        device,
+        &ScheduleBuffers {
+            state: &b.state,
+            update_partials: &b.partials,
+            n_update_partials: update_partial_count(nv, nh),
+            error_partials: Some((&b.error_partials, partial_count(rows * nv))),
+            n_weights: nv * nh,
+            batch_log: &b.log,
+            log_capacity: shape.batches as u32,
+        },
+    );
+    Ok(Plan { gather, input_sample, positive, chain_start, chain, reconstruction, error, gradient, visible, hidden, update, end })
+}
+
+fn gather_call(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &StepTable, rows: usize, nv: usize, out: &wgpu::Buffer) -> GatherCall {
+    use wgpu::util::DeviceExt;
+    let device = &ctx.device;
+    let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("gather_params"),
+        contents: bytemuck::cast_slice(&[rows as u32, nv as u32, b.data_u8 as u32, 0]),
+        usage: wgpu::BufferUsages::UNIFORM,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("gather"),
+        layout: &kn.gather_layout,
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: table.binding() },
+            wgpu::BindGroupEntry { binding: 2, resource: b.data.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 3, resource: b.order.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
+        ],
+    });
+    GatherCall {
+        pipeline: kn.gather.clone(),
+        bind_group,
+        groups: shader::grid(((rows * nv).div_ceil(256)) as u32),
+        slot_offsets: (0..table.len()).map(|i| table.offset(i)).collect(),
+        _params: params,
+    }
+}
+
+impl Plan {
+    /// Records one batch: `slot` selects its RNG step and first row, `parity` its gradient buffer.
+    pub(super) fn record_batch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32, parity: usize) {
+        self.gather.dispatch(pass, slot);
+        if let Some(sample) = &self.input_sample {
+            sample.dispatch(pass, slot);
+        }
+        self.positive.dispatch(pass, slot);
+        if let Some(start) = &self.chain_start {
+            start.dispatch(pass, slot);
+        }
+        for (s, step) in self.chain.iter().enumerate() {
+            step.visible.dispatch(pass, slot);
+            if s == 0 && self.reconstruction.is_none() {
+                self.error.record_in(pass);
+            }
+            if let Some(noise) = &step.noise {
+                noise.dispatch(pass, slot);
+            }
+            step.hidden.dispatch(pass, slot);
+        }
+        if let Some(reconstruction) = &self.reconstruction {
+            reconstruction.dispatch(pass, slot);
+            self.error.record_in(pass);
+        }
+        self.gradient[parity].0.dispatch(pass, slot);
+        self.gradient[parity].1.dispatch(pass, slot);
+        self.visible.record_in(pass);
+        self.hidden.record_in(pass);
+        self.update[parity].record_in(pass);
+        self.end.record_in(pass);
+    }
+}
