@@ -32,6 +32,7 @@ fn two_layer_model() -> SavedDbn {
             LayerTraining { layer: 0, epochs: 5, stop: StopReason::MaxEpochs, init_error: 0.25, final_error: 0.125 },
             LayerTraining { layer: 1, epochs: 7, stop: StopReason::Converged, init_error: 0.5, final_error: 0.0625 },
         ],
+        supervised: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! and the field instead of a model full of garbage. Version 1 files (`deepbelief-rbm`, one
 //! RBM) are read and converted to a one-layer DBN.
 
+use super::supervised_format::{self, SavedSupervised};
 use super::{Dbn, Rbm, VisibleUnits};
 use crate::data::{CaseValues, Dataset, Preprocessing};
 use crate::train::{StackConfig, StopReason};
@@ -35,6 +36,9 @@ pub struct SavedDbn {
     pub dbn: Dbn,
     /// One record per trained layer, bottom up (empty for converted version 1 files).
     pub training: Vec<LayerTraining>,
+    /// Supervised layers on top of the DBN (absent in purely unsupervised models and in
+    /// files written before they existed).
+    pub supervised: Option<SavedSupervised>,
 }
 
 /// Per-input standardisation `z = (x − mean) / sd`; an input with `sd == 0` was constant in
@@ -196,6 +200,9 @@ pub fn to_json(model: &SavedDbn) -> String {
     fields.push(("layers", format!("[\n{}\n  ]", layers.join(",\n"))));
     let training: Vec<String> = model.training.iter().map(|t| format!("    {}", compact(t))).collect();
     fields.push(("training", if training.is_empty() { "[]".into() } else { format!("[\n{}\n  ]", training.join(",\n")) }));
+    if let Some(supervised) = &model.supervised {
+        fields.push(("supervised", compact(&supervised_format::to_value(supervised))));
+    }
     let body: Vec<String> = fields.iter().map(|(name, value)| format!("  \"{name}\": {value}")).collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
 }
@@ -312,7 +319,13 @@ impl FieldReader<'_> {
             }
             other => return Err(fail(format!("field `training` is {}, expected an array", kind_of(&other)))),
         };
-        Ok(SavedDbn { image_shape, visible_means, standardisation, preprocessing, config, dbn: Dbn { layers }, training })
+        // Added with supervised nets; absent means none.
+        let top_size = layers.last().map_or(0, |l: &Rbm| l.n_hidden);
+        let supervised = match self.top.remove("supervised").unwrap_or(Value::Null) {
+            Value::Null => None,
+            value => Some(supervised_format::from_value(value, top_size).map_err(fail)?),
+        };
+        Ok(SavedDbn { image_shape, visible_means, standardisation, preprocessing, config, dbn: Dbn { layers }, training, supervised })
     }
 
     /// Version 1: `{format, version, image_shape, rbm}`; becomes a one-layer DBN whose
@@ -332,6 +345,7 @@ impl FieldReader<'_> {
             config,
             dbn: Dbn { layers: vec![rbm] },
             training: Vec::new(),
+            supervised: None,
         })
     }
 }

@@ -17,8 +17,10 @@ pub struct DataSpec {
     pub visible: VisibleUnits,
     /// How database columns become inputs in [0, 1] (ignored for IDX images).
     pub scaling: Scaling,
-    /// Database columns to use as inputs; all of them when `None`.
+    /// Database columns to use as inputs; all of them but the targets when `None`.
     pub inputs: Option<Vec<String>>,
+    /// Database columns the supervised stage learns to predict.
+    pub targets: Option<Vec<String>>,
 }
 
 pub struct TrainingData {
@@ -49,8 +51,8 @@ fn file_kind(path: &Path) -> Result<FileKind, String> {
 pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
     let (raw, preprocessing) = match file_kind(&spec.train_images)? {
         FileKind::Idx => {
-            if spec.inputs.is_some() {
-                return Err(format!("data.inputs (--inputs) names database columns, but {} is an IDX image file", spec.train_images.display()));
+            if spec.inputs.is_some() || spec.targets.is_some() {
+                return Err(format!("--inputs and --targets name database columns, but {} is an IDX image file", spec.train_images.display()));
             }
             (data::load_idx_dataset(&spec.train_images, spec.train_labels.as_deref()).map_err(|e| e.to_string())?, None)
         }
@@ -63,11 +65,15 @@ pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
                 ));
             }
             let db = data::read_database(&spec.train_images).map_err(|e| e.to_string())?;
+            let targets: Vec<&str> = spec.targets.iter().flatten().map(String::as_str).collect();
             let inputs: Vec<&str> = match &spec.inputs {
                 Some(names) => names.iter().map(String::as_str).collect(),
-                None => db.names.iter().map(String::as_str).collect(),
+                None => db.names.iter().map(String::as_str).filter(|name| !targets.iter().any(|t| t.eq_ignore_ascii_case(name))).collect(),
             };
-            let (dataset, preprocessing) = data::dataset_from_database(&db, &inputs, &[], spec.scaling).map_err(|e| e.to_string())?;
+            if let Some(both) = inputs.iter().find(|i| targets.iter().any(|t| t.eq_ignore_ascii_case(i))) {
+                return Err(format!("{}: variable {both} is both an input (--inputs) and a target (--targets)", spec.train_images.display()));
+            }
+            let (dataset, preprocessing) = data::dataset_from_database(&db, &inputs, &targets, spec.scaling).map_err(|e| e.to_string())?;
             (dataset, Some(preprocessing))
         }
     };
@@ -84,12 +90,20 @@ pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
 /// `path` as the model's first layer sees it: the model's database scaling and
 /// standardisation applied. `flag` names the option the file came from, for errors.
 pub fn load_model_input(path: &Path, model: &SavedDbn, flag: &str) -> Result<Dataset, String> {
+    load_model_data(path, None, &[], model, flag)
+}
+
+/// Like `load_model_input`, and with what the supervised part is tested against: IDX
+/// `labels`, or the database columns named `targets` (which are then not inputs).
+pub fn load_model_data(path: &Path, labels: Option<&Path>, targets: &[String], model: &SavedDbn, flag: &str) -> Result<Dataset, String> {
     let dataset = match (file_kind(path)?, &model.preprocessing) {
-        (FileKind::Idx, None) => data::load_idx_dataset(path, None).map_err(|e| e.to_string())?,
+        (FileKind::Idx, None) => data::load_idx_dataset(path, labels).map_err(|e| e.to_string())?,
         (FileKind::Database, Some(preprocessing)) => {
             let db = data::read_database(path).map_err(|e| e.to_string())?;
-            let all_columns: Vec<usize> = (0..db.n_vars()).collect();
-            preprocessing.apply(&db, &all_columns, &[]).map_err(|e| e.to_string())?
+            let names: Vec<&str> = targets.iter().map(String::as_str).collect();
+            let target_columns = db.column_indices(&names).map_err(|e| e.to_string())?;
+            let input_columns: Vec<usize> = (0..db.n_vars()).filter(|c| !target_columns.contains(c)).collect();
+            preprocessing.apply(&db, &input_columns, &target_columns).map_err(|e| e.to_string())?
         }
         (FileKind::Idx, Some(_)) => return Err(format!("{flag} {}: an IDX image file, but the model was trained on a text database", path.display())),
         (FileKind::Database, None) => return Err(format!("{flag} {}: a text database, but the model was trained on IDX images", path.display())),

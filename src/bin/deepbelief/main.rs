@@ -23,6 +23,14 @@ mod progress;
 #[cfg(not(target_arch = "wasm32"))]
 mod sample;
 #[cfg(not(target_arch = "wasm32"))]
+mod supervised_args;
+#[cfg(not(target_arch = "wasm32"))]
+mod supervised_data;
+#[cfg(not(target_arch = "wasm32"))]
+mod supervised_stage;
+#[cfg(not(target_arch = "wasm32"))]
+mod test;
+#[cfg(not(target_arch = "wasm32"))]
 mod train;
 #[cfg(not(target_arch = "wasm32"))]
 mod train_settings;
@@ -40,9 +48,13 @@ mod cli {
 
     #[derive(Subcommand)]
     enum Command {
-        /// Train a stack of RBMs greedily, layer by layer; writes model.json, DEEP.LOG and
+        /// Train a stack of RBMs greedily, layer by layer, then (given labels or targets)
+        /// supervised layers and optionally fine-tune it all; writes model.json, DEEP.LOG and
         /// filters.png into --out.
         Train(Box<super::train_settings::TrainArgs>),
+        /// Evaluate a saved model's supervised layers on new data (mapped through the model's
+        /// preprocessing): confusion matrix, misclassification and criterion.
+        Test(super::test::TestArgs),
         /// Run Gibbs chains in a trained model's top RBM and save what they show as a PNG grid.
         Sample(super::sample::SampleArgs),
         /// Reconstruction error, free energy and the AIS log-likelihood of a model on data.
@@ -58,6 +70,7 @@ mod cli {
     pub fn main() -> Result<(), String> {
         match Cli::parse().command {
             Command::Train(args) => super::train::run(*args),
+            Command::Test(args) => super::test::run(args),
             Command::Sample(args) => super::sample::run(args),
             Command::Eval(args) => super::eval::run(args),
             Command::Export(args) => super::export::run(args),

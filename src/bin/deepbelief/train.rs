@@ -1,8 +1,11 @@
-//! `deepbelief train`: greedy layer-wise training, then model.json, DEEP.LOG and filters.png.
+//! `deepbelief train`: greedy layer-wise training, then (with labels or targets) the
+//! supervised layers and optional fine-tuning, then model.json, DEEP.LOG and filters.png.
 
 use crate::input::{load_training_data, spread_cases, TrainingData};
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::supervised_data::training_targets;
+use crate::supervised_stage::{self, SupervisedRun};
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
 use crate::backend_choice::BackendChoice;
 use deepbelief::backend::Backend;
@@ -59,7 +62,7 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     ));
 
     let (trainer, outcomes) = train_layers(&settings, backend.as_ref(), dataset, output)?;
-    let model = SavedDbn {
+    let mut model = SavedDbn {
         image_shape: dataset.image_shape,
         visible_means: Some(data.raw_statistics.mean.clone()),
         standardisation: data.standardisation.clone(),
@@ -71,8 +74,16 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
             .map(|(layer, o)| LayerTraining { layer, epochs: o.epochs.len(), stop: o.stop, init_error: o.init_error, final_error: o.final_error })
             .collect(),
         dbn: trainer.dbn,
+        supervised: None,
     };
-    let written = write_outputs(&settings, &data, &model, &outcomes, backend.as_ref())?;
+    let supervised = match training_targets(dataset) {
+        Some(targets) => Some(supervised_stage::run(&settings, backend.as_ref(), &data, &mut model, targets, output)?),
+        None if settings.supervised.test_images.is_some() => {
+            return Err("--test-images tests the supervised layers, which need training labels (--train-labels) or database targets (--targets)".into())
+        }
+        None => None,
+    };
+    let written = write_outputs(&settings, &data, &model, &outcomes, backend.as_ref(), supervised.as_ref())?;
 
     let last = outcomes.last().expect("at least one layer");
     output.text(&format!("wrote {}", written.join(", ")));
@@ -91,6 +102,13 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
             "seconds": o.epochs.iter().map(|e| e.seconds).sum::<f64>(),
         })).collect::<Vec<_>>(),
         "out": settings.out.display().to_string(),
+        "supervised": supervised.as_ref().map(|run| json!({
+            "outcome": run.outcome,
+            "train": run.train.to_json(),
+            "test": run.test.as_ref().map(|(file, evaluation)| json!({"file": file, "figures": evaluation.to_json()})),
+        })),
+        "train_error": supervised.as_ref().and_then(|run| run.train.confusion.as_ref().map(|c| c.error_fraction())),
+        "test_error": supervised.as_ref().and_then(|run| run.test.as_ref()).and_then(|(_, e)| e.confusion.as_ref().map(|c| c.error_fraction())),
     }));
     Ok(())
 }
@@ -209,6 +227,7 @@ fn write_outputs(
     model: &SavedDbn,
     outcomes: &[LayerOutcome],
     backend: &dyn Backend,
+    supervised: Option<&SupervisedRun>,
 ) -> Result<Vec<String>, String> {
     let write = |name: &str, bytes: &[u8]| {
         let path = settings.out.join(name);
@@ -249,7 +268,11 @@ fn write_outputs(
             })
             .collect(),
     };
-    written.push(write("DEEP.LOG", log.render().as_bytes())?);
+    let supervised_log = supervised.map(|run| run.log(model));
+    written.push(write("DEEP.LOG", log.render_with_supervised(supervised_log.as_ref()).as_bytes())?);
+    if supervised.is_some() && settings.supervised.activations.is_some() {
+        written.push(settings.out.join("activations.txt").display().to_string());
+    }
 
     let filters_path = settings.out.join("filters.png");
     write_filters(&filters_path, model)?;

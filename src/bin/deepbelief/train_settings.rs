@@ -12,7 +12,13 @@
 //! train_labels = "train-labels-idx1-ubyte.gz"   # optional
 //! visible = "bernoulli"                         # or "gaussian" (inputs are standardised)
 //! scaling = "rescale"                           # DEEP databases only, or "binary_split"
-//! inputs = ["X1", "X2"]                         # DEEP databases only; default all columns
+//! inputs = ["X1", "X2"]                         # DEEP databases only; default all but targets
+//! targets = ["Y"]                               # DEEP databases only: supervised targets
+//!
+//! [supervised]                                  # any SupervisedConfig field
+//! hidden = [100]
+//! optimizer = "sgd"
+//! fine_tune = true
 //!
 //! [rbm]                                         # any CdConfig field
 //! learning_rate = 0.05
@@ -24,6 +30,8 @@ use crate::input::DataSpec;
 use clap::{ArgAction, Args, ValueEnum};
 use deepbelief::data::Scaling;
 use deepbelief::model::VisibleUnits;
+use crate::supervised_args::SupervisedSettings;
+use deepbelief::supervised::SupervisedConfig;
 use deepbelief::train::{CdConfig, ConfigError, Schedule, StackConfig};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -35,7 +43,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Training data: an IDX image file (raw or .gz) or a DEEP text/CSV database.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", visible_alias = "data")]
     pub train_images: Option<PathBuf>,
     /// IDX label file matching --train-images (checked for count; kept with the data).
     #[arg(long, value_name = "FILE")]
@@ -127,6 +135,11 @@ pub struct TrainArgs {
     /// DEEP databases: input columns, comma-separated (default all).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub inputs: Option<Vec<String>>,
+    /// DEEP databases: target columns the supervised layers learn, comma-separated.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub targets: Option<Vec<String>>,
+    #[command(flatten)]
+    pub supervised: crate::supervised_args::SupervisedArgs,
     /// Seed of every random choice (initialisation, shuffling, sampling).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -220,6 +233,7 @@ struct SettingsFile {
     #[serde(default)]
     data: DataSection,
     rbm: Option<CdConfig>,
+    supervised: Option<SupervisedConfig>,
 }
 
 #[derive(Deserialize, Default)]
@@ -230,6 +244,7 @@ struct DataSection {
     visible: Option<VisibleChoice>,
     scaling: Option<ScalingChoice>,
     inputs: Option<Vec<String>>,
+    targets: Option<Vec<String>>,
 }
 
 /// Everything `train` needs, merged and checked.
@@ -239,6 +254,8 @@ pub struct TrainSettings {
     pub backend: BackendChoice,
     pub out: PathBuf,
     pub json: bool,
+    /// The supervised stage's settings (it runs when the data have labels or targets).
+    pub supervised: SupervisedSettings,
 }
 
 /// What the file sets: its data section, and its top-level and `[rbm]` keys as TOML values
@@ -249,6 +266,7 @@ struct FileSettings {
     greedy_mean_field: Option<bool>,
     data: DataSection,
     rbm: toml::Table,
+    supervised: Option<SupervisedConfig>,
 }
 
 fn read_settings_file(path: &Path) -> Result<FileSettings, String> {
@@ -270,7 +288,7 @@ fn read_settings_file(path: &Path) -> Result<FileSettings, String> {
     let mut data = checked.data;
     data.train_images = data.train_images.map(|p| folder.join(p));
     data.train_labels = data.train_labels.map(|p| folder.join(p));
-    Ok(FileSettings { preset: checked.preset, layers: checked.layers, greedy_mean_field: checked.greedy_mean_field, data, rbm })
+    Ok(FileSettings { preset: checked.preset, layers: checked.layers, greedy_mean_field: checked.greedy_mean_field, data, rbm, supervised: checked.supervised })
 }
 
 /// The preset with the file's `[rbm]` values laid over it.
@@ -301,9 +319,9 @@ impl TrainArgs {
         let mut rbm = rbm_config(preset, file.as_ref().map(|f| &f.rbm).unwrap_or(&empty), &source)?;
         self.apply_rbm_flags(&mut rbm);
 
-        let (file_data, file_layers, file_greedy) = match file {
-            Some(f) => (f.data, f.layers, f.greedy_mean_field),
-            None => (DataSection::default(), None, None),
+        let (file_data, file_layers, file_greedy, file_supervised) = match file {
+            Some(f) => (f.data, f.layers, f.greedy_mean_field, f.supervised),
+            None => (DataSection::default(), None, None, None),
         };
         let visible: VisibleUnits = self.visible.or(file_data.visible).map(Into::into).unwrap_or(VisibleUnits::Bernoulli);
         rbm.visible_units = visible;
@@ -317,13 +335,16 @@ impl TrainArgs {
             visible,
             scaling: self.scaling.or(file_data.scaling).unwrap_or(ScalingChoice::Rescale).into(),
             inputs: self.inputs.or(file_data.inputs),
+            targets: self.targets.clone().or(file_data.targets),
         };
         let layers = self.rbm_layers.map(|l| l.0).or(file_layers).unwrap_or_else(|| StackConfig::default().layers);
         rbm.n_hidden = layers.first().copied().unwrap_or(0);
         let stack = StackConfig { layers, rbm, greedy_mean_field: self.greedy_mean_field.or(file_greedy).unwrap_or(true), ..StackConfig::default() };
         // Everything that does not depend on the data is checked before any is read.
         stack.validate(usize::MAX).map_err(describe_config_error)?;
-        Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json })
+        let is_database_targets = data.targets.is_some();
+        let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed)?;
+        Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json, supervised })
     }
 
     fn apply_rbm_flags(&self, rbm: &mut CdConfig) {

@@ -1,0 +1,175 @@
+//! `deepbelief train`'s flags for the supervised stage and fine-tuning, laid over the
+//! `[supervised]` table of the settings file (a flag always wins). The stage runs when the
+//! training data have labels (`--train-labels`) or targets (`--targets`).
+
+use clap::{Args, ValueEnum};
+use deepbelief::report::classification::ActivationSelection;
+use deepbelief::supervised::{Optimizer, OutputKind, SupervisedConfig};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct SupervisedArgs {
+    /// Test images (IDX) or a test database, evaluated after training.
+    #[arg(long, value_name = "FILE")]
+    pub test_images: Option<PathBuf>,
+    /// IDX labels of --test-images.
+    #[arg(long, value_name = "FILE", requires = "test_images")]
+    pub test_labels: Option<PathBuf>,
+    /// Logistic hidden layers between the RBM features and the outputs, e.g. 100 or 200,50;
+    /// empty ("") for none.
+    #[arg(long, value_name = "SIZES", value_parser = parse_optional_sizes)]
+    pub supervised_layers: Option<OptionalSizes>,
+    /// Output units: softmax (log-likelihood; the default with labels) or linear (mean
+    /// squared error; the default with database targets).
+    #[arg(long, value_enum)]
+    pub output: Option<OutputChoice>,
+    /// Backpropagate through the RBM weights too, after the supervised stage.
+    #[arg(long)]
+    pub fine_tune: bool,
+    /// cg: full-batch conjugate gradient; sgd: mini-batch gradient descent with momentum.
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerChoice>,
+    /// Simulated-annealing trials for the starting weights (0: small random weights).
+    #[arg(long, value_name = "N")]
+    pub anneal_iters: Option<usize>,
+    /// Weight penalty PenFac of the supervised criterion (PenFac · Σw² / n_weights).
+    #[arg(long, value_name = "P")]
+    pub supervised_penalty: Option<f64>,
+    /// Most CG iterations or SGD epochs of the supervised stage.
+    #[arg(long, value_name = "N")]
+    pub supervised_max_iters: Option<usize>,
+    /// Most CG iterations or SGD epochs of fine-tuning.
+    #[arg(long, value_name = "N")]
+    pub fine_tune_max_iters: Option<usize>,
+    /// Relative change in the criterion that stops the supervised stage [0.00005].
+    #[arg(long, value_name = "TOL")]
+    pub supervised_tolerance: Option<f64>,
+    /// Relative change in the criterion that stops fine-tuning [0.00001].
+    #[arg(long, value_name = "TOL")]
+    pub fine_tune_tolerance: Option<f64>,
+    /// SGD: learning rate of the supervised stage.
+    #[arg(long, value_name = "RATE")]
+    pub supervised_learning_rate: Option<f64>,
+    /// SGD: learning rate of fine-tuning.
+    #[arg(long, value_name = "RATE")]
+    pub fine_tune_learning_rate: Option<f64>,
+    /// SGD: momentum.
+    #[arg(long, value_name = "M")]
+    pub supervised_momentum: Option<f64>,
+    /// SGD: cases per mini-batch.
+    #[arg(long, value_name = "N")]
+    pub supervised_batch_size: Option<usize>,
+    /// Never solve linear output weights by SVD during annealing.
+    #[arg(long)]
+    pub no_svd: bool,
+    /// Write activations.txt for SECTION:LAYER[:NEURON] (unsupervised, supervised or
+    /// output) over the training cases, e.g. output:0 or unsupervised:1:5.
+    #[arg(long, value_name = "SELECTION")]
+    pub activations: Option<ActivationSelection>,
+}
+
+#[derive(Clone, Debug)]
+pub struct OptionalSizes(pub Vec<usize>);
+
+fn parse_optional_sizes(text: &str) -> Result<OptionalSizes, String> {
+    if text.trim().is_empty() {
+        return Ok(OptionalSizes(Vec::new()));
+    }
+    text.split(',')
+        .map(|part| match part.trim().parse::<usize>() {
+            Ok(0) | Err(_) => Err(format!("\"{part}\" is not a layer size (expected whole numbers ≥ 1 separated by commas, or \"\" for none)")),
+            Ok(size) => Ok(size),
+        })
+        .collect::<Result<_, _>>()
+        .map(OptionalSizes)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputChoice {
+    Softmax,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OptimizerChoice {
+    Cg,
+    Sgd,
+}
+
+/// The supervised settings, merged and checked.
+#[derive(Clone, Debug)]
+pub struct SupervisedSettings {
+    pub config: SupervisedConfig,
+    pub test_images: Option<PathBuf>,
+    pub test_labels: Option<PathBuf>,
+    pub activations: Option<ActivationSelection>,
+}
+
+impl SupervisedArgs {
+    /// `file` is the settings file's `[supervised]` table; `database_targets` picks the
+    /// default output type; `seed` is the run's seed, used unless the file sets one.
+    pub fn settings(&self, file: Option<SupervisedConfig>, database_targets: bool, seed: u64) -> Result<SupervisedSettings, String> {
+        let from_file = file.is_some();
+        let mut config = file.unwrap_or_default();
+        if !from_file {
+            config.seed = seed;
+            config.output = if database_targets { OutputKind::Linear } else { OutputKind::SoftMax };
+        }
+        fn set<T: Copy>(flag: Option<T>, field: &mut T) {
+            if let Some(value) = flag {
+                *field = value;
+            }
+        }
+        if let Some(sizes) = &self.supervised_layers {
+            config.hidden = sizes.0.clone();
+        }
+        if let Some(output) = self.output {
+            config.output = match output {
+                OutputChoice::Softmax => OutputKind::SoftMax,
+                OutputChoice::Linear => OutputKind::Linear,
+            };
+        }
+        if self.fine_tune {
+            config.fine_tune = true;
+        }
+        if let Some(optimizer) = self.optimizer {
+            config.optimizer = match optimizer {
+                OptimizerChoice::Cg => Optimizer::ConjugateGradient,
+                OptimizerChoice::Sgd => Optimizer::Sgd,
+            };
+        }
+        set(self.anneal_iters, &mut config.anneal_iterations);
+        set(self.supervised_penalty, &mut config.weight_penalty);
+        set(self.supervised_max_iters, &mut config.max_iterations);
+        set(self.fine_tune_max_iters, &mut config.fine_tune_max_iterations);
+        set(self.supervised_tolerance, &mut config.tolerance);
+        set(self.fine_tune_tolerance, &mut config.fine_tune_tolerance);
+        set(self.supervised_learning_rate, &mut config.learning_rate);
+        set(self.fine_tune_learning_rate, &mut config.fine_tune_learning_rate);
+        set(self.supervised_momentum, &mut config.momentum);
+        set(self.supervised_batch_size, &mut config.batch_size);
+        if self.no_svd {
+            config.allow_svd = false;
+        }
+        config.validate().map_err(|e| format!("invalid setting {} ({}; [supervised] in a settings file): {}", e.field, flag_for(e.field), e.message))?;
+        Ok(SupervisedSettings { config, test_images: self.test_images.clone(), test_labels: self.test_labels.clone(), activations: self.activations })
+    }
+}
+
+/// The flag that sets a `SupervisedConfig` field, by the name its validation reports.
+fn flag_for(field: &str) -> &'static str {
+    match field {
+        "supervised_layers" => "--supervised-layers",
+        "supervised_penalty" => "--supervised-penalty",
+        "supervised_tolerance" => "--supervised-tolerance",
+        "supervised_max_iterations" => "--supervised-max-iters",
+        "anneal_iterations" => "--anneal-iters",
+        "fine_tune_tolerance" => "--fine-tune-tolerance",
+        "fine_tune_max_iterations" => "--fine-tune-max-iters",
+        "supervised_batch_size" => "--supervised-batch-size",
+        "supervised_learning_rate" => "--supervised-learning-rate",
+        "supervised_momentum" => "--supervised-momentum",
+        "fine_tune_learning_rate" => "--fine-tune-learning-rate",
+        _ => "no flag",
+    }
+}

@@ -1,0 +1,197 @@
+//! `deepbelief train`'s supervised part, after the RBM stack: the supervised layers, optional
+//! fine-tuning of the complete model, the figures on the training and test data, the
+//! activation file, and what DEEP.LOG reports of it.
+
+use crate::input::{load_model_data, TrainingData};
+use crate::output::Output;
+use crate::supervised_data::{dataset_inputs, evaluate, targets_for, Evaluation, TargetSet};
+use crate::train_settings::TrainSettings;
+use deepbelief::backend::Backend;
+use deepbelief::model::format::SavedDbn;
+use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
+use deepbelief::report::classification::{write_activations, ActivationSelection, Section};
+use deepbelief::report::deep_log::setting_entries;
+use deepbelief::report::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
+use deepbelief::supervised::optimise::OptimiseReport;
+use deepbelief::supervised::{complete_network, train_supervised, OutputKind, Stage, SupervisedOutcome};
+use deepbelief::train::greedy::propagate_dataset;
+
+/// Cases for the Analyze tables and the fine-tuned reconstruction errors.
+const MEASURED_CASES: usize = 10_000;
+
+pub struct SupervisedRun {
+    pub outcome: SupervisedOutcome,
+    pub train: Evaluation,
+    /// The test file and the figures on it.
+    pub test: Option<(String, Evaluation)>,
+    /// Of the pretrained stack, before any fine-tuning.
+    pub analyze: AnalyzeTables,
+    pub fine_tuned_reconstruction: Vec<f64>,
+}
+
+/// Trains the supervised layers (and fine-tunes) on `data`, stores them in `model`, and
+/// measures the result.
+pub fn run(settings: &TrainSettings, backend: &dyn Backend, data: &TrainingData, model: &mut SavedDbn, targets: TargetSet, output: Output) -> Result<SupervisedRun, String> {
+    let config = settings.supervised.config.clone();
+    let analyze = analyze_tables(backend, &model.dbn, &data.dataset, MEASURED_CASES);
+    let inputs = dataset_inputs(&data.dataset);
+    let n_outputs = targets.names.len();
+    output.text(&format!(
+        "supervised: {} outputs ({}), hidden {:?}, {:?}{}",
+        n_outputs,
+        output_name(config.output),
+        config.hidden,
+        config.optimizer,
+        if config.fine_tune { ", then fine-tuning the complete model" } else { "" }
+    ));
+    let mut progress = |stage: Stage, iteration: usize, value: f64| {
+        let name = match stage {
+            Stage::Supervised => "supervised",
+            Stage::FineTune => "fine-tune",
+        };
+        output.text(&format!("{name} {iteration}: criterion {value:.6}"));
+        true
+    };
+    let (network, outcome) = train_supervised(backend, &mut model.dbn, &inputs, &targets.values, n_outputs, &config, &mut progress).map_err(|e| e.to_string())?;
+    let fine_tuned = config.fine_tune;
+    model.supervised = Some(SavedSupervised {
+        network,
+        config,
+        fine_tuned,
+        target_source: targets.source,
+        target_names: targets.names.clone(),
+        train_criterion: 0.0,
+        train_error: None,
+    });
+    let train = evaluate(backend, model, &inputs, &targets.values);
+    let saved = model.supervised.as_mut().expect("just set");
+    saved.train_criterion = train.criterion;
+    saved.train_error = train.confusion.as_ref().map(|c| c.error_fraction());
+    output.text(&format!("training data: criterion {:.6}{}", train.criterion, error_text(&train)));
+
+    let test = match &settings.supervised.test_images {
+        Some(path) => {
+            let names = if targets.source == TargetSource::Database { targets.names.clone() } else { Vec::new() };
+            let what = format!("--test-images {}", path.display());
+            let dataset = load_model_data(path, settings.supervised.test_labels.as_deref(), &names, model, "--test-images")?;
+            let test_targets = targets_for(&dataset, model.supervised.as_ref().expect("set"), &what)?;
+            let evaluation = evaluate(backend, model, &dataset_inputs(&dataset), &test_targets);
+            output.text(&format!("test data: criterion {:.6}{}", evaluation.criterion, error_text(&evaluation)));
+            Some((path.display().to_string(), evaluation))
+        }
+        None => None,
+    };
+    let fine_tuned_reconstruction = if fine_tuned { reconstruction_errors(backend, model, data) } else { Vec::new() };
+    if let Some(selection) = settings.supervised.activations {
+        write_activation_file(settings, backend, model, &inputs, selection)?;
+    }
+    Ok(SupervisedRun { outcome, train, test, analyze, fine_tuned_reconstruction })
+}
+
+pub fn error_text(evaluation: &Evaluation) -> String {
+    match &evaluation.confusion {
+        Some(c) => format!(", misclassified {:.2}% of {} cases", 100.0 * c.error_fraction(), evaluation.n_cases),
+        None => String::new(),
+    }
+}
+
+fn output_name(output: OutputKind) -> &'static str {
+    match output {
+        OutputKind::SoftMax => "softmax",
+        OutputKind::Linear => "linear",
+    }
+}
+
+/// Each tuned RBM's reconstruction error on the data as the tuned layers below deliver it.
+fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &TrainingData) -> Vec<f64> {
+    let mut measured = data.dataset.subset(&crate::input::spread_cases(data.dataset.n_cases, MEASURED_CASES));
+    let mut errors = Vec::new();
+    for (k, rbm) in model.dbn.layers.iter().enumerate() {
+        errors.push(rbm.reconstruction_error(backend, &measured, usize::MAX));
+        if k + 1 < model.dbn.layers.len() {
+            measured = propagate_dataset(backend, rbm, &measured);
+        }
+    }
+    errors
+}
+
+/// activations.txt in the output folder: the selected layer's activations, one line per
+/// training case.
+fn write_activation_file(settings: &TrainSettings, backend: &dyn Backend, model: &SavedDbn, inputs: &[f32], selection: ActivationSelection) -> Result<(), String> {
+    let saved = model.supervised.as_ref().expect("a supervised model");
+    let unsupervised: Vec<usize> = model.dbn.layers.iter().map(|l| l.n_hidden).collect();
+    let hidden: Vec<usize> = saved.network.layers[..saved.network.layers.len() - 1].iter().map(|l| l.n_out).collect();
+    let width = selection.layer_width(&unsupervised, &hidden, saved.network.n_outputs())?;
+    let index = match selection.section {
+        Section::Unsupervised => selection.layer,
+        Section::Supervised => unsupervised.len() + selection.layer,
+        Section::Output => unsupervised.len() + hidden.len(),
+    };
+    let net = complete_network(&model.dbn, &saved.network);
+    let n_cases = inputs.len() / net.n_inputs();
+    let mut activations = Vec::with_capacity(n_cases * width);
+    for block in inputs.chunks(2048 * net.n_inputs()) {
+        activations.extend_from_slice(&net.forward_all(backend, block)[index]);
+    }
+    let path = settings.out.join("activations.txt");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: cannot create the file ({e})", path.display()))?);
+    write_activations(&mut file, &activations, n_cases, width, selection.neuron, &format!("# {selection}")).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn report_entries(prefix: &str, report: &OptimiseReport) -> Vec<(String, String)> {
+    vec![
+        (format!("{prefix} iterations"), report.iterations.to_string()),
+        (format!("{prefix} stop"), format!("{:?}", report.stop)),
+        (format!("{prefix} initial criterion"), format!("{:.6}", report.initial_criterion)),
+        (format!("{prefix} final criterion"), format!("{:.6}", report.final_criterion)),
+        (format!("{prefix} seconds"), format!("{:.1}", report.seconds)),
+    ]
+}
+
+impl SupervisedRun {
+    /// What DEEP.LOG shows of the supervised part.
+    pub fn log(&self, model: &SavedDbn) -> SupervisedLog {
+        let saved = model.supervised.as_ref().expect("a supervised model");
+        let mut architecture = model.dbn.sizes();
+        architecture.extend(saved.network.layers.iter().map(|l| l.n_out));
+        let last = saved.network.layers.last().expect("an output layer");
+        let output_weights = (0..last.n_out)
+            .map(|j| (0..last.n_in).map(|i| last.weights[i * last.n_out + j]).chain([last.bias[j]]).collect())
+            .collect();
+        let mut outcome = Vec::new();
+        if let Some(anneal) = &self.outcome.anneal {
+            outcome.push(("annealing best criterion".to_string(), format!("{:.6} (start {:.6})", anneal.best_criterion, anneal.start_criterion)));
+            outcome.push(("annealing SVD outputs".to_string(), anneal.svd_outputs.to_string()));
+        }
+        outcome.extend(report_entries("supervised", &self.outcome.supervised));
+        if let Some(fine) = &self.outcome.fine_tune {
+            outcome.extend(report_entries("fine-tune", fine));
+        }
+        let mut confusion = Vec::new();
+        if let Some(c) = &self.train.confusion {
+            confusion.push(("training data".to_string(), c.clone()));
+        }
+        if let Some((file, evaluation)) = &self.test {
+            if let Some(c) = &evaluation.confusion {
+                confusion.push((format!("test data ({file})"), c.clone()));
+            }
+        }
+        SupervisedLog {
+            architecture,
+            output: output_name(saved.network.output).to_string(),
+            fine_tuned: saved.fine_tuned,
+            parameters: setting_entries(&saved.config),
+            outcome,
+            fine_tuned_reconstruction: self.fine_tuned_reconstruction.clone(),
+            output_weights,
+            target_names: saved.target_names.clone(),
+            criterion_name: match saved.network.output {
+                OutputKind::SoftMax => "log likelihood".into(),
+                OutputKind::Linear => "mean squared error".into(),
+            },
+            criterion_value: self.train.criterion,
+            confusion,
+            analyze: Some(self.analyze.clone()),
+        }
+    }
+}

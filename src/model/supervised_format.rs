@@ -1,0 +1,132 @@
+//! The `supervised` section of a saved model (docs/MODEL_FORMAT.md): the supervised layers on
+//! top of the DBN, their output type, the names of the outputs, where the targets came from
+//! and how training went. Read field by field like the rest of the file, so a damaged
+//! section gets an error naming the field.
+
+use crate::supervised::{Layer, Network, OutputKind, SupervisedConfig};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// Where the training targets came from, so `test` can build them the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetSource {
+    /// IDX labels, one-hot over `target_names` (the classes "0", "1", …).
+    Labels,
+    /// Database columns named `target_names`, taken as they are.
+    Database,
+}
+
+/// The supervised part of a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedSupervised {
+    /// The layers on top of the DBN's top RBM: logistic hidden layers, then the outputs.
+    pub network: Network,
+    pub config: SupervisedConfig,
+    /// The RBM layers were tuned by backprop together with these layers.
+    pub fine_tuned: bool,
+    pub target_source: TargetSource,
+    /// One name per output: the class names or the database target variables.
+    pub target_names: Vec<String>,
+    /// Criterion (without penalty) and misclassification fraction on the training data at
+    /// the end of training; no fraction for a single output (regression).
+    pub train_criterion: f64,
+    pub train_error: Option<f64>,
+}
+
+pub fn to_value(s: &SavedSupervised) -> Value {
+    json!({
+        "output": s.network.output,
+        "layers": s.network.layers,
+        "config": s.config,
+        "fine_tuned": s.fine_tuned,
+        "target_source": s.target_source,
+        "target_names": s.target_names,
+        "train_criterion": s.train_criterion,
+        "train_error": s.train_error,
+    })
+}
+
+/// Reads the section; `top_size` is the DBN's top layer size, which the first supervised
+/// layer must take as inputs.
+pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, String> {
+    let path = "supervised";
+    let Value::Object(mut map) = value else {
+        return Err(format!("field `{path}` is not an object"));
+    };
+    let mut take = |name: &str| map.remove(name).ok_or_else(|| format!("field `{path}.{name}` is missing"));
+    let output: OutputKind = serde_json::from_value(take("output")?).map_err(|_| format!("field `{path}.output` is not \"linear\" or \"soft_max\""))?;
+    let layers_value = take("layers")?;
+    let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {e}"))?;
+    let fine_tuned = take("fine_tuned")?.as_bool().ok_or_else(|| format!("field `{path}.fine_tuned` is not a boolean"))?;
+    let target_source: TargetSource =
+        serde_json::from_value(take("target_source")?).map_err(|_| format!("field `{path}.target_source` is not \"labels\" or \"database\""))?;
+    let target_names: Vec<String> = serde_json::from_value(take("target_names")?).map_err(|_| format!("field `{path}.target_names` is not an array of strings"))?;
+    let train_criterion = finite(take("train_criterion")?, "train_criterion")?;
+    let train_error = match take("train_error")? {
+        Value::Null => None,
+        value => Some(finite(value, "train_error")?),
+    };
+    if let Some(unknown) = map.keys().next() {
+        return Err(format!("unknown field `{path}.{unknown}`"));
+    }
+    let Value::Array(items) = layers_value else {
+        return Err(format!("field `{path}.layers` is not an array of layers"));
+    };
+    if items.is_empty() {
+        return Err(format!("field `{path}.layers` is empty, expected at least the output layer"));
+    }
+    let mut layers = Vec::with_capacity(items.len());
+    let mut n_in = top_size;
+    for (i, item) in items.into_iter().enumerate() {
+        let layer = layer(item, &format!("{path}.layers[{i}]"), n_in)?;
+        n_in = layer.n_out;
+        layers.push(layer);
+    }
+    if target_names.len() != n_in {
+        return Err(format!("field `{path}.target_names` has {} names, but the output layer has {n_in} units", target_names.len()));
+    }
+    config.validate().map_err(|e| format!("field `{path}.config.{}`: {}", e.field, e.message))?;
+    Ok(SavedSupervised { network: Network { layers, output }, config, fine_tuned, target_source, target_names, train_criterion, train_error })
+}
+
+fn finite(value: Value, name: &str) -> Result<f64, String> {
+    value.as_f64().filter(|x| x.is_finite()).ok_or_else(|| format!("field `supervised.{name}` is not a finite number"))
+}
+
+fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String> {
+    let Value::Object(mut map) = value else {
+        return Err(format!("field `{path}` is not an object"));
+    };
+    let mut count = |name: &str| {
+        map.remove(name).and_then(|v| v.as_u64()).map(|n| n as usize).ok_or_else(|| format!("field `{path}.{name}` is missing or not a whole number"))
+    };
+    let (n_in, n_out) = (count("n_in")?, count("n_out")?);
+    let mut numbers = |name: &str| -> Result<Vec<f32>, String> {
+        let Some(Value::Array(items)) = map.remove(name) else {
+            return Err(format!("field `{path}.{name}` is missing or not an array of numbers"));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x.as_f64().map(|x| x as f32).filter(|x| x.is_finite()).ok_or_else(|| format!("field `{path}.{name}[{i}]` is not a finite number")))
+            .collect()
+    };
+    let weights = numbers("weights")?;
+    let bias = numbers("bias")?;
+    if let Some(unknown) = map.keys().next() {
+        return Err(format!("unknown field `{path}.{unknown}`"));
+    }
+    if n_in != n_in_expected {
+        return Err(format!("field `{path}.n_in` is {n_in}, expected {n_in_expected} (the size of the layer below)"));
+    }
+    if n_out == 0 || weights.len() != n_in * n_out || bias.len() != n_out {
+        return Err(format!(
+            "field `{path}` has {} weights and {} biases, expected {} (n_in {n_in} × n_out {n_out}) and {n_out}",
+            weights.len(),
+            bias.len(),
+            n_in * n_out
+        ));
+    }
+    Ok(Layer { n_in, n_out, weights, bias })
+}
