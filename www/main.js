@@ -4,6 +4,10 @@ import { drawImage } from './views/canvas.js';
 import { ErrorChart } from './views/error-chart.js';
 
 const $ = (id) => document.getElementById(id);
+// Test hook (not a setting, so not written back to the hash): destroy the WebGPU device after
+// this many GPU epochs, to exercise the fall-back to the CPU end to end.
+const simulateGpuLossAfter = Number(new URLSearchParams(location.hash.slice(1)).get('simulate_gpu_loss')) || 0;
+
 const fields = { hidden: $('hidden'), epochs: $('epochs'), lr: $('learning-rate'), batch: $('batch-size'), seed: $('seed'), backend: $('backend') };
 const { settings, hidden } = readHash();
 for (const [key, input] of Object.entries(fields)) input.value = settings[key];
@@ -84,6 +88,7 @@ $('settings').addEventListener('submit', (event) => {
   worker.postMessage({
     type: 'train',
     backend: choice.backend,
+    simulateGpuLossAfter,
     // The quick-demo preset: Hinton's fixed schedule with a single initialisation trial.
     config: {
       layers: [s.hidden],

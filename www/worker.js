@@ -66,6 +66,9 @@ function postEpoch(event, state, config) {
 // The WebGPU device, created once per worker and reused across layers and runs. Resolves to
 // the adapter summary, or throws when there is none.
 let gpuSummary = null;
+// Test hook: GPU epochs after which the device is destroyed (0: never).
+let simulateGpuLossAfter = 0;
+let gpuEpochsDone = 0;
 async function connectGpu() {
   if (!gpuSummary) gpuSummary = await playground.gpu_connect();
   return gpuSummary;
@@ -97,6 +100,8 @@ async function trainLayerOnGpu(state, config) {
       return;
     }
     postEpoch(event, state, config);
+    gpuEpochsDone += 1;
+    if (gpuEpochsDone === simulateGpuLossAfter) playground.gpu_simulate_loss();
     await yieldToEvents();
   }
 }
@@ -151,7 +156,11 @@ function stopSampling() {
 
 self.onmessage = async ({ data: message }) => {
   try {
-    if (message.type === 'train') await train(message.config, message.backend);
+    if (message.type === 'train') {
+      simulateGpuLossAfter = message.simulateGpuLossAfter || 0;
+      gpuEpochsDone = 0;
+      await train(message.config, message.backend);
+    }
     else if (message.type === 'stop') stopRequested = true;
   } catch (error) {
     post('error', { where: message.type, message: String(error.message || error) });

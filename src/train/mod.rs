@@ -23,6 +23,9 @@ pub enum TrainError {
     Data(String),
     /// The weights went NaN/Inf; the model was restored to the end of the previous epoch.
     NonFinite { epoch: usize },
+    /// The compute device failed (e.g. a GPU lost mid-epoch): the epoch's results are void,
+    /// and training can resume elsewhere from the last checkpoint.
+    Device(String),
 }
 
 impl std::fmt::Display for TrainError {
@@ -30,6 +33,7 @@ impl std::fmt::Display for TrainError {
         match self {
             TrainError::Config(e) => write!(f, "invalid setting {e}"),
             TrainError::Data(m) => write!(f, "{m}"),
+            TrainError::Device(m) => write!(f, "{m}"),
             TrainError::NonFinite { epoch } => write!(
                 f,
                 "training diverged in epoch {epoch} (NaN or infinite weights); the model was restored to the end of epoch {}. Lower the learning rate.",

@@ -1,20 +1,21 @@
 //! WebGPU training for the page: the state behind `Playground::gpu_*`. The GPU trainer lives in
 //! an `Rc<RefCell<..>>` so that an exported method can hand a `'static` future to
 //! `future_to_promise`: the trainer is moved out for the await and moved back afterwards.
-//! After every epoch the weights are downloaded (cheap at the page's sizes), so the filters
-//! can be drawn and, if the device is lost, the CPU continues from the last synced epoch.
+//! After every epoch the trainer's whole state is downloaded as a `CdCheckpoint` (cheap at the
+//! page's sizes): the filters are drawn from it and, if the device is lost, the CPU resumes from
+//! it exactly (same momentum, shuffle and random streams), so no finished epoch is lost.
 
 use crate::gpu::trainer::GpuCdTrainer;
 use crate::gpu::GpuContext;
-use crate::model::Rbm;
-use crate::train::schedule::{RateState, StopReason};
+use crate::train::schedule::StopReason;
+use crate::train::CdCheckpoint;
 
 pub(super) struct GpuLayer {
     pub layer: usize,
     /// `None` only while an epoch is awaited.
     pub trainer: Option<GpuCdTrainer>,
-    /// The weights after the last downloaded epoch, with that epoch and its rates.
-    pub synced: Option<(Rbm, usize, RateState)>,
+    /// The trainer's state after the last downloaded epoch.
+    pub synced: Option<CdCheckpoint>,
 }
 
 #[derive(Default)]

@@ -148,7 +148,7 @@ impl Playground {
         let trainer = self.trainer.as_ref()?;
         let mut dbn = trainer.dbn.clone();
         let gpu = self.gpu.borrow();
-        let synced = gpu.layer.as_ref().and_then(|l| l.synced.as_ref()).map(|s| s.0.clone());
+        let synced = gpu.layer.as_ref().and_then(|l| l.synced.as_ref()).map(|s| s.rbm.clone());
         let current = match (&self.fallback, synced) {
             (Some(fallback), _) => Some(fallback.rbm.clone()),
             (None, Some(rbm)) => Some(rbm),
@@ -260,14 +260,14 @@ impl Playground {
                 (layer.layer, layer.trainer.take().ok_or_else(|| JsValue::from_str("a GPU epoch is already running"))?)
             };
             let outcome = match trainer.train_epoch().await {
-                Ok(report) => trainer.download_rbm().await.map(|rbm| (report, rbm)).map_err(|e| e.to_string()),
+                Ok(report) => trainer.checkpoint().await.map(|state| (report, state)).map_err(|e| e.to_string()),
                 Err(e) => Err(e.to_string()),
             };
             let mut gpu = state.borrow_mut();
             match outcome {
-                Ok((report, rbm)) => {
+                Ok((report, state)) => {
                     let entry = gpu.layer.as_mut().expect("the layer stays while its epoch runs");
-                    entry.synced = Some((rbm, trainer.epoch, trainer.rates.clone()));
+                    entry.synced = Some(state);
                     entry.trainer = Some(trainer);
                     to_js(&GreedyEvent::Epoch { layer, report, metrics: None }).map_err(JsValue::from)
                 }
@@ -280,22 +280,24 @@ impl Playground {
         })
     }
 
-    /// After a failed `gpu_epoch`: the layer continues on the CPU from the weights of the last
-    /// downloaded epoch (or from its initialisation if none finished).
+    /// Testing hook for the fall-back path: destroys the WebGPU device, as a driver reset or a
+    /// lost adapter would. The next `gpu_epoch` fails and `gpu_fall_back` resumes on the CPU.
+    pub fn gpu_simulate_loss(&self) {
+        if let Some(trainer) = self.gpu.borrow().layer.as_ref().and_then(|l| l.trainer.as_ref()) {
+            trainer.context().device.destroy();
+        }
+    }
+
+    /// After a failed `gpu_epoch`: the layer resumes on the CPU from the state of the last
+    /// downloaded epoch (or from its initialisation if none finished), exactly as it would have
+    /// gone on on the GPU.
     pub fn gpu_fall_back(&mut self) -> Result<(), JsError> {
         let layer = self.gpu.borrow_mut().layer.take();
         let Some(GpuLayer { synced, .. }) = layer else { return Ok(()) };
-        let Some((rbm, epoch, rates)) = synced else { return Ok(()) };
-        let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
         let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model is being trained"))?;
         let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?;
-        let mut config = cpu.config.clone();
-        config.init_trials = 1;
-        let mut fallback = CdTrainer::new(config, &CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
-        fallback.rbm = rbm;
-        fallback.epoch = epoch;
-        fallback.rates = rates;
-        self.fallback = Some(fallback);
+        let state = synced.unwrap_or_else(|| cpu.checkpoint());
+        self.fallback = Some(CdTrainer::resume(cpu.config.clone(), state).map_err(js_error)?);
         Ok(())
     }
 
@@ -311,7 +313,7 @@ impl Playground {
         let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
         // Stopped before its first epoch: the layer keeps its initialisation.
         let (rbm, epochs) = match layer.synced {
-            Some((rbm, epochs, _)) => (rbm, epochs),
+            Some(state) => (state.rbm, state.epoch),
             None => (trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?.rbm.clone(), 0),
         };
         trainer.adopt_trained_layer(rbm, epochs, stop).map_err(js_error)

@@ -112,13 +112,15 @@ test('single-threaded build: a plain static server falls back without errors', a
   }
 });
 
-test('webgpu training in the page matches the CPU', async () => {
-  const settings = 'hidden=16&epochs=2&batch=100&seed=3';
+test('webgpu training in the page matches the CPU, and survives losing the device', async () => {
+  const settings = 'hidden=16&epochs=3&batch=100&seed=3';
   const runs = {};
   let server = null;
+  // `lost`: WebGPU whose device is destroyed after its first epoch (the page's test hook).
+  const variants = { webgpu: 'backend=webgpu', cpu: 'backend=cpu', lost: 'backend=webgpu&simulate_gpu_loss=1' };
   try {
-    for (const backend of ['webgpu', 'cpu']) {
-      const opened = await openPage(true, `${settings}&backend=${backend}`, server);
+    for (const [backend, choice] of Object.entries(variants)) {
+      const opened = await openPage(true, `${settings}&${choice}`, server);
       server = opened.server;
       const { page, problems } = opened;
       try {
@@ -147,8 +149,16 @@ test('webgpu training in the page matches the CPU', async () => {
   assert.ok(webgpu.errors.length >= 2, `epochs reported on WebGPU: ${webgpu.errors.length}`);
   assert.equal(webgpu.errors.length, cpu.errors.length);
   assert.ok(webgpu.filters.distinctGreys > 50, `filter canvas looks blank: ${JSON.stringify(webgpu.filters)}`);
-  webgpu.errors.forEach((error, k) => {
-    const relative = Math.abs(error - cpu.errors[k]) / Math.abs(cpu.errors[k]);
-    assert.ok(Number.isFinite(error) && relative <= 1e-3, `epoch ${k + 1}: WebGPU ${error} vs CPU ${cpu.errors[k]} (relative ${relative})`);
-  });
+  const { lost } = runs;
+  console.log(`# device lost after epoch 1: errors ${JSON.stringify(lost.errors)}; notice: ${lost.notice}`);
+  assert.match(lost.notice, /WebGPU failed .*continuing on the CPU/);
+  assert.equal(lost.backend, 'cpu', lost.status);
+  assert.equal(lost.errors.length, cpu.errors.length, 'every epoch was reported, none lost');
+  // The CPU resumes the GPU's exact state, so the run stays on the all-CPU run's course.
+  for (const run of [webgpu, lost]) {
+    run.errors.forEach((error, k) => {
+      const relative = Math.abs(error - cpu.errors[k]) / Math.abs(cpu.errors[k]);
+      assert.ok(Number.isFinite(error) && relative <= 1e-3, `epoch ${k + 1}: ${error} vs CPU ${cpu.errors[k]} (relative ${relative})`);
+    });
+  }
 });

@@ -316,7 +316,7 @@ impl GpuCdTrainer {
     /// divergence the device model goes back to the start of the epoch, momentum is reset, and
     /// [`TrainError::NonFinite`] is returned, as on the CPU.
     pub async fn train_epoch(&mut self) -> Result<EpochReport, TrainError> {
-        let gpu = |e: GpuError| TrainError::Data(e.to_string());
+        let gpu = |e: GpuError| TrainError::Device(e.to_string());
         let started = now_seconds();
         self.order.shuffle(&mut self.shuffle_rng);
         let k = self.chain_length.current();
