@@ -69,3 +69,20 @@ fn generative_chains_match_cpu() {
     let gaussian = common_gpu_eval::random_dbn(30, &[20], 0.1, VisibleUnits::Gaussian);
     check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &gaussian, None, 40, 12, 1e-3, 0.9)));
 }
+
+#[test]
+fn ais_follows_cpu_runs_on_short_schedules() {
+    let ctx = context();
+    let data = mnist(500);
+    let rbm = random_rbm(784, 40, 7, 0.05, VisibleUnits::Bernoulli);
+    check(pollster::block_on(common_gpu_eval::ais_matches_cpu_run_for_run(&ctx, &rbm, &data, 40, 20, 1e-5)));
+}
+
+#[test]
+fn ais_estimates_exact_log_z_of_small_rbms() {
+    let ctx = context();
+    // 40 visible, 12 hidden: log Z by enumerating the hidden side.
+    let data = stroke_bytes(400, 40, 9);
+    let rbm = random_rbm(40, 12, 8, 0.6, VisibleUnits::Bernoulli);
+    check(pollster::block_on(common_gpu_eval::ais_matches_exact_log_z(&ctx, &rbm, &data, 400, 1000, 0.05)));
+}

@@ -33,7 +33,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// Mixed into the seed so AIS draws differ from training draws made with the same seed.
-const AIS_SEED_SALT: u64 = 0xA15A_15A1_5A15_A15A;
+pub(crate) const AIS_SEED_SALT: u64 = 0xA15A_15A1_5A15_A15A;
 
 /// Base-rate probabilities are kept within [ε, 1 − ε]: a pixel that is always off in the data
 /// would otherwise get an infinite bias. logit(1e-3) ≈ −6.9 already makes such a pixel almost
@@ -187,7 +187,7 @@ pub fn ais_log_partition(backend: &dyn Backend, rbm: &Rbm, base_visible_bias: &[
 
 /// The estimate and its ±3σ interval from the runs' log weights, without leaving log space
 /// for anything that could overflow.
-fn summarise(log_weights: &[f64], base_log_z: f64, config: &AisConfig) -> AisEstimate {
+pub(crate) fn summarise(log_weights: &[f64], base_log_z: f64, config: &AisConfig) -> AisEstimate {
     let runs = log_weights.len() as f64;
     let mut sum = LogSumExp::new();
     log_weights.iter().for_each(|&w| sum.add(w));
