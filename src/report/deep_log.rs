@@ -200,7 +200,8 @@ impl DeepLog<'_> {
         entry(out, "Trial errors", format!("{}{}", trials.join(" "), if more > 0 { format!(" (and {more} more)") } else { String::new() }));
         entry(out, "Reconstruction error", format!("{:.6} at initialisation, {:.6} after training", layer.init_error, layer.final_error));
         entry(out, "", format!("(mean field, mean squared error per input over {} cases)", layer.measured_cases));
-        let seconds: f64 = layer.epochs.iter().map(|e| e.seconds).sum();
+        // An empty f64 sum is −0.0, which would print as "-0.00 s".
+        let seconds: f64 = layer.epochs.iter().map(|e| e.seconds).sum::<f64>() + 0.0;
         entry(out, "Epochs", format!("{} in {seconds:.2} s", layer.epochs.len()));
         entry(out, "Stopped", stop_description(layer.stop, self.config));
 

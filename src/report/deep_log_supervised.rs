@@ -117,7 +117,7 @@ impl SupervisedLog {
 
     pub(super) fn render_architecture(&self, out: &mut String, deep: &DeepLog) {
         let _ = writeln!(out, "\n  Complete model: {}", self.architecture.iter().map(usize::to_string).collect::<Vec<_>>().join(" -> "));
-        let _ = writeln!(out, "\n  {:>5}  {:<12}  {:>7}  {:>7}  {:<30}", "Layer", "Section", "Inputs", "Units", "Activation");
+        let _ = writeln!(out, "\n  {:>5}  {:<12}  {:>7}  {:>7}  Activation", "Layer", "Section", "Inputs", "Units");
         let n_unsupervised = self.n_unsupervised(deep);
         let steps = self.architecture.len().saturating_sub(1);
         for (k, pair) in self.architecture.windows(2).enumerate() {
@@ -129,7 +129,7 @@ impl SupervisedLog {
             } else {
                 ("output", self.output.clone())
             };
-            let _ = writeln!(out, "  {:>5}  {:<12}  {:>7}  {:>7}  {:<30}", k + 1, section, pair[0], pair[1], activation);
+            let _ = writeln!(out, "  {:>5}  {:<12}  {:>7}  {:>7}  {}", k + 1, section, pair[0], pair[1], activation);
         }
         let parameters: usize = self.architecture.windows(2).map(|p| (p[0] + 1) * p[1]).sum();
         let _ = writeln!(out, "  {parameters} weights and hidden/output biases (RBM visible biases not counted)");
@@ -141,6 +141,9 @@ impl SupervisedLog {
         entry(out, "fine_tune", self.fine_tuned);
         for (name, value) in &self.parameters {
             entry(out, name, value);
+        }
+        if self.fine_tuned {
+            let _ = writeln!(out, "  (The RBM layers below, their weights and Q statistics, are the pretrained state, before fine-tuning.)");
         }
     }
 
