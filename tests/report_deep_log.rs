@@ -159,7 +159,7 @@ fn supervised_log(dbn: &Dbn) -> SupervisedLog {
         target_names: vec!["alpha".into(), "beta".into(), "gamma".into()],
         criterion_name: "log likelihood".into(),
         criterion_value: -1.234567,
-        confusion: vec![("training data".into(), confusion.clone()), ("test data".into(), confusion)],
+        confusion: vec![("training data".into(), confusion.clone()), ("test data (Test.CSV)".into(), confusion)],
         analyze: Some(analyze_tables(&CpuBackend, dbn, &tiny_data(), 1000)),
     }
 }
@@ -209,8 +209,8 @@ fn supervised_report_has_every_section() {
         "RECONSTRUCTION ERROR PER LAYER",
         "OUTPUT WEIGHTS",
         "CONSTANT",
-        "CLASSIFICATION OF THE TRAINING DATA",
-        "CLASSIFICATION OF THE TEST DATA",
+        "CLASSIFICATION: training data",
+        "CLASSIFICATION: test data (Test.CSV)",
         "Misclassification: 20.00% (1 of 5 cases)",
         "ANALYZE: INPUT VERSUS RECONSTRUCTION ACTIVATION PROBABILITY",
         "ANALYZE: TOP-LAYER HIDDEN ACTIVATION PROBABILITY",
@@ -222,7 +222,7 @@ fn supervised_report_has_every_section() {
         from = at.unwrap();
     }
     assert!(text.contains("then fine-tuning of the whole model"));
-    assert!(text.contains("are the pretrained state, before fine-tuning"));
+    assert!(text.contains("measured on the pretrained RBMs, before fine-tuning"));
     assert!(!text.contains("-0.00 s"), "an empty epoch list shows as 0.00 s");
     assert!(text.lines().all(|l| l == l.trim_end()), "no trailing spaces");
     if std::env::var_os("SHOW_DEEP_LOG").is_some() {

@@ -11,9 +11,10 @@
 //! confusion matrices and Masters' Analyze tables. `render()` alone is the unsupervised
 //! report, unchanged.
 //!
-//! When the whole model is fine-tuned, pass the layers as they were before fine-tuning:
-//! `LayerLog::rbm` a copy of the pretrained RBM and `LayerLog::activity` computed from it, so
-//! the weights summary with its Q-mean and skewness rows records the pretrained state.
+//! When the whole model is fine-tuned, `LayerLog::activity` must be measured on the
+//! pretrained RBM, before fine-tuning, so the Q-mean and skewness rows record the pretrained
+//! state as Masters' report does; the report says so. The Bias and |w| rows describe
+//! whichever RBM `LayerLog::rbm` points to.
 
 use crate::model::{Rbm, VisibleUnits};
 pub use super::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
@@ -64,7 +65,7 @@ pub struct LayerLog<'a> {
     pub measured_cases: usize,
     pub epochs: Vec<EpochReport>,
     pub stop: StopReason,
-    /// One per hidden unit, in the model's (sorted) order.
+    /// One per hidden unit, in the model's (sorted) order; measured before any fine-tuning.
     pub activity: Vec<UnitActivity>,
 }
 

@@ -143,7 +143,7 @@ impl SupervisedLog {
             entry(out, name, value);
         }
         if self.fine_tuned {
-            let _ = writeln!(out, "  (The RBM layers below, their weights and Q statistics, are the pretrained state, before fine-tuning.)");
+            let _ = writeln!(out, "  (Q-mean, Q-sd and Skewness in the layer sections below were measured on the pretrained RBMs, before fine-tuning.)");
         }
     }
 
@@ -156,7 +156,8 @@ impl SupervisedLog {
         self.render_reconstruction(out, deep);
         self.render_output_weights(out);
         for (measured_on, matrix) in &self.confusion {
-            let _ = writeln!(out, "\nCLASSIFICATION OF THE {}", measured_on.to_uppercase());
+            // Not upper-cased like the other headings: the label may hold a file name.
+            let _ = writeln!(out, "\nCLASSIFICATION: {measured_on}");
             for line in matrix.render().lines() {
                 let _ = writeln!(out, "{}{line}", if line.is_empty() { "" } else { "  " });
             }
