@@ -86,3 +86,60 @@ fn ais_estimates_exact_log_z_of_small_rbms() {
     let rbm = random_rbm(40, 12, 8, 0.6, VisibleUnits::Bernoulli);
     check(pollster::block_on(common_gpu_eval::ais_matches_exact_log_z(&ctx, &rbm, &data, 400, 1000, 0.05)));
 }
+
+mod cli_common;
+
+/// `deepbelief eval` and `deepbelief sample` with `--backend gpu` (lavapipe here; `auto` would
+/// refuse a software adapter) against `--backend cpu` on a small trained two-layer model.
+#[test]
+fn cli_eval_and_sample_on_the_gpu_match_the_cpu() {
+    use cli_common::{last_json, run_ok, small_images, train_small_model};
+    let (model, _) = train_small_model("gpu-eval-model");
+    let (model, images) = (model.to_str().unwrap(), small_images().to_str().unwrap());
+    let eval = |backend: &str, binarize: bool| {
+        let mut args = vec!["eval", "--model", model, "--images", images, "--max-cases", "300", "--ais-runs", "20", "--ais-betas", "60", "--backend", backend, "--json"];
+        if binarize {
+            args.push("--binarize");
+        }
+        last_json(&run_ok(&args))
+    };
+    for binarize in [false, true] {
+        let (cpu, gpu) = (eval("cpu", binarize), eval("gpu", binarize));
+        assert_eq!((cpu["backend"].as_str(), gpu["backend"].as_str()), (Some("cpu"), Some("gpu")));
+        assert!(gpu["adapter"]["name"].as_str().is_some_and(|n| !n.is_empty()), "{gpu}");
+        let close = |c: &serde_json::Value, g: &serde_json::Value, tolerance: f64, what: &str| {
+            let (c, g) = (c.as_f64().unwrap(), g.as_f64().unwrap());
+            assert!((c - g).abs() <= tolerance * c.abs(), "{what}: cpu {c} gpu {g}");
+        };
+        for key in ["recon_error", "free_energy", "top_free_energy"] {
+            close(&cpu[key], &gpu[key], 1e-5, key);
+        }
+        for k in 0..2 {
+            close(&cpu["layer_recon_errors"][k], &gpu["layer_recon_errors"][k], 1e-5, "layer_recon_errors");
+        }
+        // 60 AIS steps on a 784 × 30 layer: the runs follow the CPU's draw for draw.
+        for key in ["ais_logz", "ais_loglik", "ais_log_weights_std"] {
+            close(&cpu[key], &gpu[key], 1e-4, key);
+        }
+    }
+    let dir = cli_common::temp_dir("gpu-sample");
+    let sample = |backend: &str, from_data: bool| {
+        let out = dir.join(format!("{backend}-{from_data}.png"));
+        let out = out.to_str().unwrap().to_string();
+        let mut args = vec!["sample", "--model", model, "--count", "12", "--columns", "4", "--steps", "20", "--backend", backend, "--json", "--out", &out];
+        if from_data {
+            args.extend(["--from", "data", "--images", images]);
+        }
+        (last_json(&run_ok(&args)), std::fs::read(&out).expect("the PNG"))
+    };
+    for from_data in [false, true] {
+        let ((cpu, cpu_png), (gpu, gpu_png)) = (sample("cpu", from_data), sample("gpu", from_data));
+        assert_eq!(gpu["backend"].as_str(), Some("gpu"));
+        let (c, g) = (cpu["mean_intensity"].as_f64().unwrap(), gpu["mean_intensity"].as_f64().unwrap());
+        assert!(c > 0.0 && (c - g).abs() <= 1e-3 * c, "mean intensity: cpu {c} gpu {g}");
+        // Same uniforms, probabilities within rounding: the pictures are the same bytes unless a
+        // near-tie flipped a sample.
+        assert_eq!(cpu_png.len(), gpu_png.len());
+        eprintln!("sample (from data: {from_data}): PNGs {}", if cpu_png == gpu_png { "identical" } else { "differ" });
+    }
+}

@@ -1,9 +1,7 @@
-//! `--backend cpu|gpu|auto`. `bench` and `train` run on the GPU (`gpu_context`); `eval` and
-//! `sample` still compute through the CPU `Backend` (`resolve`), so there `gpu` is refused
-//! rather than silently replaced.
+//! `--backend cpu|gpu|auto`. Every command that computes (`bench`, `train`, `eval`, `sample`)
+//! asks [`BackendChoice::gpu_context`] for a device and takes its GPU path when it gets one,
+//! the CPU `Backend` otherwise.
 
-use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::backend::Backend;
 use deepbelief::gpu::GpuContext;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -16,14 +14,6 @@ pub enum BackendChoice {
 }
 
 impl BackendChoice {
-    /// The CPU backend for commands that have no GPU path yet.
-    pub fn resolve(self) -> Result<Box<dyn Backend>, String> {
-        match self {
-            BackendChoice::Cpu | BackendChoice::Auto => Ok(Box::new(CpuBackend)),
-            BackendChoice::Gpu => Err("--backend gpu: this command has no GPU path yet (GPU training: `deepbelief bench --backend gpu`); use --backend cpu or auto".into()),
-        }
-    }
-
     /// A GPU device for the choice: `None` for `cpu`, and for `auto` when no adapter is found
     /// (a notice says so on standard error); an error for `gpu` without an adapter. The
     /// device gets the adapter's own limits (large weight matrices need more than WebGPU's

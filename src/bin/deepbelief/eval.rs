@@ -13,7 +13,10 @@ use crate::backend_choice::BackendChoice;
 use crate::input::{load_model_input, spread_cases};
 use crate::output::Output;
 use clap::{Args, ValueEnum};
+use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::Backend;
+use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
+use deepbelief::gpu::{GpuContext, GpuError};
 use deepbelief::data::{CaseValues, Dataset};
 use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, mean_free_energy, reconstruction_errors, AisConfig, AisSchedule};
 use deepbelief::model::format::{read_model, SavedDbn};
@@ -49,7 +52,8 @@ pub struct EvalArgs {
     /// Seed of the AIS runs.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Compute backend (this build computes on the CPU).
+    /// Compute backend: gpu (device-resident evaluation, propagation and AIS), cpu, or auto
+    /// (a hardware GPU when one is found, else the CPU).
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// Print the final figures as one JSON object on the last line of standard output.
@@ -65,46 +69,63 @@ pub enum ScheduleChoice {
     Paper,
 }
 
+/// The measures of one evaluation, however computed.
+struct Figures {
+    layer_errors: Vec<f64>,
+    top_free_energy: Option<f64>,
+    free_energy: f64,
+}
+
+/// Where the numbers are computed: the CPU `Backend`, or the device-resident GPU paths.
+enum Engine {
+    Cpu(CpuBackend),
+    Gpu(Box<GpuContext>),
+}
+
 pub fn run(args: EvalArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     if args.max_cases == Some(0) {
         return Err("--max-cases is 0, expected at least 1 case".into());
     }
-    let backend = args.backend.resolve()?;
-    let backend = backend.as_ref();
     let model = read_model(&args.model).map_err(|e| e.to_string())?;
     let all = load_model_input(&args.images, &model, "--images")?;
     let data = all.subset(&spread_cases(all.n_cases, args.max_cases.unwrap_or(usize::MAX)));
+    let engine = match args.backend.gpu_context()? {
+        Some(ctx) => Engine::Gpu(Box::new(ctx)),
+        None => Engine::Cpu(CpuBackend),
+    };
+    let adapter = match &engine {
+        Engine::Gpu(ctx) => Some(ctx.summary()),
+        Engine::Cpu(_) => None,
+    };
     let layers = &model.dbn.layers;
     let first = &layers[0];
-    output.text(&format!("{}: {} cases; model {:?}", args.images.display(), data.n_cases, model.dbn.sizes()));
-
-    // Per layer, on the data propagated up to it.
-    let mut layer_errors = Vec::new();
-    let mut layer_input = data.clone();
-    for (k, rbm) in layers.iter().enumerate() {
-        let errors = reconstruction_errors(backend, rbm, &layer_input, usize::MAX);
-        layer_errors.push(errors.mean_squared_error);
-        output.text(&format!("layer {}: reconstruction error {:.6} (mean field, per input)", k + 1, errors.mean_squared_error));
-        if k + 1 < layers.len() {
-            layer_input = propagate_dataset(backend, rbm, &layer_input);
-        }
+    output.text(&format!(
+        "{}: {} cases; model {:?}; computing on {}",
+        args.images.display(),
+        data.n_cases,
+        model.dbn.sizes(),
+        adapter.as_ref().map_or_else(|| CpuBackend.describe(), |a| format!("the GPU ({}, {})", a.name, a.backend))
+    ));
+    let figures = match &engine {
+        Engine::Cpu(backend) => cpu_figures(backend, &model, &data, args.binarize),
+        Engine::Gpu(ctx) => gpu_figures(ctx, &model, &data, args.binarize).map_err(|e| e.to_string())?,
+    };
+    for (k, error) in figures.layer_errors.iter().enumerate() {
+        output.text(&format!("layer {}: reconstruction error {error:.6} (mean field, per input)", k + 1));
     }
-    let top_free_energy = (layers.len() > 1).then(|| mean_free_energy(backend, layers.last().expect("layers"), &layer_input, usize::MAX));
-
-    let scored = if args.binarize { binarised(&data) } else { data.clone() };
-    let free_energy = mean_free_energy(backend, first, &scored, usize::MAX);
+    let free_energy = figures.free_energy;
     output.text(&format!(
         "free energy of layer 1: {free_energy:.4} (mean over {} cases{})",
         data.n_cases,
         if args.binarize { ", binarised at 0.5" } else { "" }
     ));
-    if let Some(f) = top_free_energy {
+    if let Some(f) = figures.top_free_energy {
         output.text(&format!("free energy of the top layer on the data propagated up: {f:.4}"));
     }
 
     let ais = match first.visible_units {
-        VisibleUnits::Bernoulli => Some(run_ais(&args, &model, &data, backend, free_energy, output)?),
+        VisibleUnits::Bernoulli => Some(run_ais(&args, &model, &data, &engine, free_energy, output)?),
         VisibleUnits::Gaussian => {
             output.text("AIS: not computed, the first layer has Gaussian visible units (the base-rate start needs binary ones)");
             None
@@ -112,7 +133,7 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
     };
     let field = |name: &str| ais.as_ref().map_or(Value::Null, |a| a[name].clone());
     output.finish(&json!({
-        "recon_error": layer_errors[0],
+        "recon_error": figures.layer_errors[0],
         "free_energy": free_energy,
         "ais_logz": field("log_z"),
         "ais_loglik": field("log_likelihood"),
@@ -122,16 +143,59 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
         "ais_base_rate_from": field("base_rate_from"),
         "ais_runs": args.ais_runs,
         "ais_betas": args.ais_betas,
-        "layer_recon_errors": layer_errors,
-        "top_free_energy": top_free_energy,
+        "layer_recon_errors": figures.layer_errors,
+        "top_free_energy": figures.top_free_energy,
         "cases": data.n_cases,
         "binarized": args.binarize,
+        "backend": if adapter.is_some() { "gpu" } else { "cpu" },
+        "adapter": adapter,
     }));
     Ok(())
 }
 
+/// Per layer on the data propagated up to it, then the free energies.
+fn cpu_figures(backend: &dyn Backend, model: &SavedDbn, data: &Dataset, binarize: bool) -> Figures {
+    let layers = &model.dbn.layers;
+    let mut layer_errors = Vec::new();
+    let mut layer_input = data.clone();
+    for (k, rbm) in layers.iter().enumerate() {
+        layer_errors.push(reconstruction_errors(backend, rbm, &layer_input, usize::MAX).mean_squared_error);
+        if k + 1 < layers.len() {
+            layer_input = propagate_dataset(backend, rbm, &layer_input);
+        }
+    }
+    let top_free_energy = (layers.len() > 1).then(|| mean_free_energy(backend, layers.last().expect("layers"), &layer_input, usize::MAX));
+    let scored = if binarize { binarised(data) } else { data.clone() };
+    let free_energy = mean_free_energy(backend, &layers[0], &scored, usize::MAX);
+    Figures { layer_errors, top_free_energy, free_energy }
+}
+
+/// `cpu_figures` on the device: the data go up once; only the scalars come back.
+fn gpu_figures(ctx: &GpuContext, model: &SavedDbn, data: &Dataset, binarize: bool) -> Result<Figures, GpuError> {
+    let layers = &model.dbn.layers;
+    let kernels = EvalKernels::new(ctx);
+    let first_data = GpuDataset::upload(ctx, data)?;
+    let first = GpuRbm::upload(ctx, &layers[0]);
+    let mut layer_errors = Vec::new();
+    let mut propagated: Option<GpuDataset> = None;
+    let mut top = None;
+    for (k, rbm) in layers.iter().enumerate() {
+        let device_rbm = if k == 0 { None } else { Some(GpuRbm::upload(ctx, rbm)) };
+        let device_rbm = device_rbm.as_ref().unwrap_or(&first);
+        let input = propagated.as_ref().unwrap_or(&first_data);
+        layer_errors.push(pollster::block_on(kernels.reconstruction_errors(ctx, device_rbm, input, usize::MAX))?.mean_squared_error);
+        if k + 1 < layers.len() {
+            propagated = Some(kernels.propagate(ctx, device_rbm, input)?);
+        } else if k > 0 {
+            top = Some(pollster::block_on(kernels.mean_free_energy(ctx, device_rbm, input, usize::MAX, false))?);
+        }
+    }
+    let free_energy = pollster::block_on(kernels.mean_free_energy(ctx, &first, &first_data, usize::MAX, binarize))?;
+    Ok(Figures { layer_errors, top_free_energy: top, free_energy })
+}
+
 /// AIS for the first RBM; returns its figures as a JSON object.
-fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, backend: &dyn Backend, free_energy: f64, output: Output) -> Result<Value, String> {
+fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, engine: &Engine, free_energy: f64, output: Output) -> Result<Value, String> {
     let (rbm, n_layers) = (&model.dbn.layers[0], model.dbn.layers.len());
     // Models saved before the means were recorded (format version 1) fall back on the
     // evaluation data's means: a slightly worse start, the same target.
@@ -144,7 +208,11 @@ fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, backend: &dyn Back
         ScheduleChoice::Paper => AisSchedule::Paper,
     };
     let config = AisConfig { runs: args.ais_runs, betas: args.ais_betas, schedule, seed: args.seed };
-    let estimate = ais_log_partition(backend, rbm, &base_rate_visible_bias(&means), &config).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?;
+    let base = base_rate_visible_bias(&means);
+    let estimate = match engine {
+        Engine::Cpu(backend) => ais_log_partition(backend, rbm, &base, &config).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?,
+        Engine::Gpu(ctx) => pollster::block_on(deepbelief::gpu::ais::ais_log_partition(ctx, rbm, &base, &config)).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?,
+    };
     // What `eval::ais_log_likelihood` computes, without a second pass for the free energy.
     let log_likelihood = -free_energy - estimate.log_z;
     let stack_note = if n_layers > 1 { format!(" (the first of {n_layers} RBMs: AIS scores this RBM alone, not the DBN)") } else { String::new() };

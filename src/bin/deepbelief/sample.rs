@@ -4,6 +4,8 @@ use crate::backend_choice::BackendChoice;
 use crate::input::load_model_input;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::gpu::chains::GpuChains;
 use deepbelief::model::format::read_model;
 use deepbelief::report::image_grid::{tile_grey, Scaling};
 use deepbelief::report::png::write_grey_png;
@@ -37,7 +39,8 @@ pub struct SampleArgs {
     /// Seed of the random starts and the Gibbs sampling.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Compute backend (this build computes on the CPU).
+    /// Compute backend: gpu (all chains on the device; only the images come back), cpu, or
+    /// auto (a hardware GPU when one is found, else the CPU).
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// The PNG to write.
@@ -62,23 +65,41 @@ pub fn run(args: SampleArgs) -> Result<(), String> {
     if args.columns == 0 {
         return Err("--columns is 0, expected at least 1 tile per row".into());
     }
-    let backend = args.backend.resolve()?;
     let model = read_model(&args.model).map_err(|e| e.to_string())?;
     let dbn = &model.dbn;
-    let mut chains = match (args.from, &args.images) {
-        (Start::Random, None) => GenerativeChains::from_random(dbn, backend.as_ref(), args.count, args.seed),
+    // Spread through the file; with more chains than cases, cases start several chains.
+    let start_data = match (args.from, &args.images) {
+        (Start::Random, None) => None,
         (Start::Data, Some(images)) => {
             let data = load_model_input(images, &model, "--images")?;
-            // Spread through the file; with more chains than cases, cases start several chains.
             let starts: Vec<usize> = (0..args.count).map(|k| k * data.n_cases / args.count).collect();
-            GenerativeChains::from_data(dbn, backend.as_ref(), &data, &starts, args.seed)
+            Some((data, starts))
         }
         (Start::Data, None) => return Err("--from data needs --images FILE: the data cases the chains start from".into()),
         (Start::Random, Some(_)) => return Err("--images is used only with --from data (the chains start from random states by default)".into()),
     };
-    chains.advance(dbn, backend.as_ref(), args.steps);
-
-    let mut images = chains.images(dbn, backend.as_ref());
+    let gpu = args.backend.gpu_context()?;
+    let adapter = gpu.as_ref().map(|ctx| ctx.summary());
+    let mut images = match &gpu {
+        Some(ctx) => {
+            let mut chains = match &start_data {
+                Some((data, starts)) => GpuChains::from_data(ctx, dbn, data, starts, args.seed),
+                None => GpuChains::from_random(ctx, dbn, args.count, args.seed),
+            }
+            .map_err(|e| e.to_string())?;
+            chains.advance(ctx, args.steps);
+            pollster::block_on(chains.images(ctx)).map_err(|e| e.to_string())?
+        }
+        None => {
+            let backend = CpuBackend;
+            let mut chains = match &start_data {
+                Some((data, starts)) => GenerativeChains::from_data(dbn, &backend, data, starts, args.seed),
+                None => GenerativeChains::from_random(dbn, &backend, args.count, args.seed),
+            };
+            chains.advance(dbn, &backend, args.steps);
+            chains.images(dbn, &backend)
+        }
+    };
     // Gaussian models work in standardised units; the picture is in pixels.
     if let Some(standardisation) = &model.standardisation {
         standardisation.restore_in_place(&mut images);
@@ -90,10 +111,11 @@ pub fn run(args: SampleArgs) -> Result<(), String> {
 
     let mean_intensity = grid.pixels.iter().map(|&p| p as f64).sum::<f64>() / grid.pixels.len() as f64 / 255.0;
     output.text(&format!(
-        "{} chains, {} Gibbs steps from {} starts: wrote {} ({}×{} pixels)",
+        "{} chains, {} Gibbs steps from {} starts on {}: wrote {} ({}×{} pixels)",
         args.count,
         args.steps,
         if args.from == Start::Data { "data" } else { "random" },
+        adapter.as_ref().map_or_else(|| "the CPU".to_string(), |a| format!("the GPU ({}, {})", a.name, a.backend)),
         args.out.display(),
         grid.width,
         grid.height
@@ -105,6 +127,8 @@ pub fn run(args: SampleArgs) -> Result<(), String> {
         "width": grid.width,
         "height": grid.height,
         "mean_intensity": mean_intensity,
+        "backend": if adapter.is_some() { "gpu" } else { "cpu" },
+        "adapter": adapter,
     }));
     Ok(())
 }
