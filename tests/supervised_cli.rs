@@ -140,10 +140,10 @@ fn bad_supervised_settings_are_rejected_naming_the_field() {
     let out = temp_dir("supervised-bad");
     let (images, labels) = (small_images().to_str().unwrap(), small_labels().to_str().unwrap());
     for (flag, value, field) in [
-        ("--supervised-penalty", "NaN", "supervised_penalty"),
-        ("--supervised-learning-rate", "NaN", "supervised_learning_rate"),
+        ("--supervised-penalty", "NaN", "weight_penalty"),
+        ("--supervised-learning-rate", "NaN", "learning_rate"),
         ("--fine-tune-tolerance", "-1", "fine_tune_tolerance"),
-        ("--supervised-momentum", "inf", "supervised_momentum"),
+        ("--supervised-momentum", "inf", "momentum"),
     ] {
         let stderr = run_fails(&["train", "--train-images", images, "--train-labels", labels, flag, value, "--out", out.to_str().unwrap()]);
         assert!(stderr.contains(field) && stderr.contains(flag), "{flag} {value}: {stderr}");

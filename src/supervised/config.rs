@@ -96,18 +96,18 @@ impl SupervisedConfig {
     /// Checks every field; the error names the first bad one (NaN is never in range).
     pub fn validate(&self) -> Result<(), ConfigError> {
         for &size in &self.hidden {
-            check_count("supervised_layers", size, 1, crate::train::config::MAX_HIDDEN)?;
+            check_count("hidden", size, 1, crate::train::config::MAX_HIDDEN)?;
         }
-        check_real("supervised_penalty", self.weight_penalty, 0.0, 1e6)?;
-        check_real("supervised_tolerance", self.tolerance, 0.0, 1.0)?;
-        check_count("supervised_max_iterations", self.max_iterations, 1, usize::MAX)?;
+        check_real("weight_penalty", self.weight_penalty, 0.0, 1e6)?;
+        check_real("tolerance", self.tolerance, 0.0, 1.0)?;
+        check_count("max_iterations", self.max_iterations, 1, usize::MAX)?;
         check_count("anneal_iterations", self.anneal_iterations, 0, 10_000_000)?;
         check_count("anneal_cases", self.anneal_cases, 1, usize::MAX)?;
         check_real("fine_tune_tolerance", self.fine_tune_tolerance, 0.0, 1.0)?;
         check_count("fine_tune_max_iterations", self.fine_tune_max_iterations, 1, usize::MAX)?;
-        check_count("supervised_batch_size", self.batch_size, 1, usize::MAX)?;
-        check_real("supervised_learning_rate", self.learning_rate, 1e-9, 100.0)?;
-        check_real("supervised_momentum", self.momentum, 0.0, 0.999)?;
+        check_count("batch_size", self.batch_size, 1, usize::MAX)?;
+        check_real("learning_rate", self.learning_rate, 1e-9, 100.0)?;
+        check_real("momentum", self.momentum, 0.0, 0.999)?;
         check_real("fine_tune_learning_rate", self.fine_tune_learning_rate, 1e-9, 100.0)?;
         Ok(())
     }

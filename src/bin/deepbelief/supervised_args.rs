@@ -151,7 +151,7 @@ impl SupervisedArgs {
         if self.no_svd {
             config.allow_svd = false;
         }
-        config.validate().map_err(|e| format!("invalid setting {} ({}; [supervised] in a settings file): {}", e.field, flag_for(e.field), e.message))?;
+        config.validate().map_err(|e| format!("invalid setting {} ({}; [supervised] {} in a settings file): {}", e.field, flag_for(e.field), e.field, e.message))?;
         Ok(SupervisedSettings { config, test_images: self.test_images.clone(), test_labels: self.test_labels.clone(), activations: self.activations })
     }
 }
@@ -159,16 +159,16 @@ impl SupervisedArgs {
 /// The flag that sets a `SupervisedConfig` field, by the name its validation reports.
 fn flag_for(field: &str) -> &'static str {
     match field {
-        "supervised_layers" => "--supervised-layers",
-        "supervised_penalty" => "--supervised-penalty",
-        "supervised_tolerance" => "--supervised-tolerance",
-        "supervised_max_iterations" => "--supervised-max-iters",
+        "hidden" => "--supervised-layers",
+        "weight_penalty" => "--supervised-penalty",
+        "tolerance" => "--supervised-tolerance",
+        "max_iterations" => "--supervised-max-iters",
         "anneal_iterations" => "--anneal-iters",
         "fine_tune_tolerance" => "--fine-tune-tolerance",
         "fine_tune_max_iterations" => "--fine-tune-max-iters",
-        "supervised_batch_size" => "--supervised-batch-size",
-        "supervised_learning_rate" => "--supervised-learning-rate",
-        "supervised_momentum" => "--supervised-momentum",
+        "batch_size" => "--supervised-batch-size",
+        "learning_rate" => "--supervised-learning-rate",
+        "momentum" => "--supervised-momentum",
         "fine_tune_learning_rate" => "--fine-tune-learning-rate",
         _ => "no flag",
     }
