@@ -254,6 +254,9 @@ pub struct GpuBenchReport {
     pub data: String,
     pub raina: Vec<RainaRow>,
     pub gemm: Vec<GemmRow>,
+    /// Per-dispatch GPU times of one batch of each shape (with `profile`, where the adapter
+    /// offers timestamp queries).
+    pub profiles: Vec<ShapeProfile>,
     pub adapter: AdapterSummary,
     pub backend: String,
     pub target: String,
@@ -342,6 +345,25 @@ pub async fn bench_gpu_shape(ctx: &GpuContext, n_visible: usize, n_hidden: usize
     })
 }
 
+#[derive(Clone, Debug, Serialize)]
+pub struct ShapeProfile {
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub batch_size: usize,
+    pub profile: crate::gpu::trainer::BatchProfile,
+}
+
+/// GPU timestamps around each dispatch of CD-1 batches on `data` (see `GpuCdTrainer::profile_batches`).
+pub async fn profile_shape(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize) -> Result<ShapeProfile, GpuError> {
+    let config = CdConfig { n_hidden, batch_size: Some(batch_size), epochs: 2, learning_rate: 0.01, ..CdConfig::hinton() };
+    let rbm = initial_rbm(data, n_hidden, config.seed);
+    let mut trainer = GpuCdTrainer::new(share(ctx), config, &rbm, data)?;
+    // Warm up (pipelines compiled, buffers resident), then profile.
+    trainer.profile_batches(8).await?;
+    let profile = trainer.profile_batches(64).await?;
+    Ok(ShapeProfile { n_visible: data.n_inputs, n_hidden, batch_size, profile })
+}
+
 /// GFLOP/s of the four kernel shapes of a CD batch `rows × n_visible × n_hidden`.
 pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hidden: u32) -> Result<Vec<GemmRow>, GpuError> {
     let flops = 2.0 * rows as f64 * n_visible as f64 * n_hidden as f64;
@@ -363,6 +385,12 @@ pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hi
 /// `batch_size`, `repeats` timed epochs after a warm-up), the GEMM kernels of that batch, and
 /// (with `raina`) Raina et al.'s Table 2 shapes, each timed over `raina_batches` batches.
 pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize) -> Result<GpuBenchReport, GpuError> {
+    bench_gpu_profiled(ctx, data, n_hidden, batch_size, repeats, raina, raina_batches, false).await
+}
+
+/// [`bench_gpu`], plus per-dispatch profiles of each shape when `profile` is set.
+#[allow(clippy::too_many_arguments)]
+pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize, profile: bool) -> Result<GpuBenchReport, GpuError> {
     let runs = time_epochs(ctx, data, n_hidden, batch_size, 0.1, repeats).await?;
     let gpu_epoch_s = median(&runs);
     let mnist = GpuEpochBench {
@@ -375,11 +403,18 @@ pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_
         batch_size,
     };
     let mut gemm = bench_gemm_shapes(ctx, batch_size as u32, data.n_inputs as u32, n_hidden as u32).await?;
+    let mut profiles = Vec::new();
+    if profile {
+        profiles.push(profile_shape(ctx, data, n_hidden, batch_size).await?);
+    }
     let mut rows = Vec::new();
     if raina {
         for (nv, nh) in RAINA_SHAPES {
             rows.push(bench_gpu_shape(ctx, nv, nh, RAINA_BATCH, raina_batches).await?);
             gemm.extend(bench_gemm_shapes(ctx, RAINA_BATCH as u32, nv as u32, nh as u32).await?);
+            if profile {
+                profiles.push(profile_shape(ctx, &random_binary_cases(nv, 100 * RAINA_BATCH, 43), nh, RAINA_BATCH).await?);
+            }
         }
     }
     Ok(GpuBenchReport {
@@ -388,6 +423,7 @@ pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_
         data: data.name.clone(),
         raina: rows,
         gemm,
+        profiles,
         adapter: ctx.summary(),
         backend: format!("GPU (wgpu: {})", ctx.adapter_info.name),
         target: if cfg!(target_arch = "wasm32") { "wasm32" } else { "native" }.to_string(),

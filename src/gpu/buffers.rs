@@ -184,7 +184,13 @@ pub async fn context_with_adapter_limits() -> Result<GpuContext, GpuError> {
         .map_err(|e| GpuError(format!("no GPU adapter available ({e})")))?;
     let adapter_info = adapter.get_info();
     let (device, queue) = adapter
-        .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief (adapter limits)"), required_limits: adapter.limits(), ..Default::default() })
+        .request_device(&wgpu::DeviceDescriptor {
+            label: Some("deepbelief (adapter limits)"),
+            required_limits: adapter.limits(),
+            // Timestamps let `deepbelief bench --profile` see each dispatch; only where offered.
+            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
+            ..Default::default()
+        })
         .await
         .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
     Ok(GpuContext::from_parts(device, queue, adapter_info))

@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// GPU only: batches timed per Raina shape (whole epochs, rounded up).
     #[arg(long, value_name = "N", default_value_t = 300)]
     pub raina_batches: usize,
+    /// GPU only: also time each dispatch of a batch of every shape with GPU timestamps
+    /// (needs an adapter with timestamp queries).
+    #[arg(long)]
+    pub profile: bool,
     /// Print the report as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -61,7 +65,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             return Err("--cases is 0, expected at least one case".into());
         }
         let tiled = deepbelief::bench::tile_cases(&data, args.cases);
-        let report = pollster::block_on(deepbelief::bench::bench_gpu(&ctx, &tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches)).map_err(|e| e.to_string())?;
+        let report = pollster::block_on(deepbelief::bench::bench_gpu_profiled(&ctx, &tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches, args.profile)).map_err(|e| e.to_string())?;
         let m = &report.mnist;
         output.text(&format!(
             "{} cases, {}×{} RBM, batches of {}: {:.4} s per epoch on the GPU (median of {}), {:.1} GFLOP/s; {}",
@@ -72,6 +76,16 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
         for r in &report.raina {
             output.text(&format!("  Raina {}×{} batch {}: {:.2} s per 1M examples ({} batches timed, {:.0} GFLOP/s)", r.n_visible, r.n_hidden, r.batch_size, r.seconds_per_million, r.batches_timed, r.gflops));
+        }
+        for p in &report.profiles {
+            let b = &p.profile;
+            output.text(&format!(
+                "  profile {}×{} batch {}: {:.1} µs per batch in one pass, {:.1} µs in the dispatches alone ({} batches)",
+                p.n_visible, p.n_hidden, p.batch_size, b.one_pass_us, b.dispatch_sum_us, b.batches
+            ));
+            for d in &b.dispatches {
+                output.text(&format!("    {:>18}: {:8.1} µs", d.label, d.microseconds));
+            }
         }
         output.finish(&serde_json::to_value(&report).map_err(|e| e.to_string())?);
         return Ok(());

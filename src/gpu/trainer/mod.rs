@@ -44,7 +44,10 @@
 //! epochs since the last checkpoint.
 
 mod plan;
+mod profile;
 mod state;
+
+pub use profile::{BatchProfile, DispatchTime};
 
 use super::buffers::{self, StepSlot, StepTable};
 use super::gemm::GemmKernels;
@@ -312,18 +315,15 @@ impl GpuCdTrainer {
         plan::build(&self.ctx, &self.kernels, &self.b, &self.table, &shape)
     }
 
-    /// One pass over the data on the device; the same report as `CdTrainer::train_epoch`. On
-    /// divergence the device model goes back to the start of the epoch, momentum is reset, and
-    /// [`TrainError::NonFinite`] is returned, as on the CPU.
-    pub async fn train_epoch(&mut self) -> Result<EpochReport, TrainError> {
-        let gpu = |e: GpuError| TrainError::Device(e.to_string());
-        let started = now_seconds();
+    /// Shuffles, uploads the order and the batches' step slots, and (re)builds the plans for
+    /// this epoch's chain length, which it returns.
+    fn prepare_epoch(&mut self) -> Result<usize, GpuError> {
         self.order.shuffle(&mut self.shuffle_rng);
         let k = self.chain_length.current();
         if self.plans.as_ref().is_none_or(|p| p.0 != k) {
-            let full = self.plan(self.batch_size, k).map_err(gpu)?;
+            let full = self.plan(self.batch_size, k)?;
             let tail_rows = self.n_cases - (self.batches - 1) * self.batch_size;
-            let tail = if tail_rows != self.batch_size { Some(self.plan(tail_rows, k).map_err(gpu)?) } else { None };
+            let tail = if tail_rows != self.batch_size { Some(self.plan(tail_rows, k)?) } else { None };
             self.plans = Some((k, full, tail));
         }
         let order: Vec<u32> = self.order.iter().map(|&i| i as u32).collect();
@@ -331,6 +331,16 @@ impl GpuCdTrainer {
         let slots: Vec<StepSlot> = (0..self.batches).map(|b| StepSlot { step: (self.step + b as u64) << 10, row_shift: (b * self.batch_size) as u32 }).collect();
         self.table.write(&self.ctx.queue, 0, &slots);
         schedule::begin_epoch(&self.ctx.queue, &self.b.state);
+        Ok(k)
+    }
+
+    /// One pass over the data on the device; the same report as `CdTrainer::train_epoch`. On
+    /// divergence the device model goes back to the start of the epoch, momentum is reset, and
+    /// [`TrainError::NonFinite`] is returned, as on the CPU.
+    pub async fn train_epoch(&mut self) -> Result<EpochReport, TrainError> {
+        let gpu = |e: GpuError| TrainError::Device(e.to_string());
+        let started = now_seconds();
+        let k = self.prepare_epoch().map_err(gpu)?;
         let (_, full, tail) = self.plans.as_ref().unwrap();
         for first in (0..self.batches).step_by(BATCHES_PER_SUBMIT) {
             let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("cd_epoch") });

@@ -252,36 +252,63 @@ fn gather_call(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &StepTa
     }
 }
 
-impl Plan {
-    /// Records one batch: `slot` selects its RNG step and first row, `parity` its gradient buffer.
-    pub(super) fn record_batch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32, parity: usize) {
-        self.gather.dispatch(pass, slot);
-        if let Some(sample) = &self.input_sample {
-            sample.dispatch(pass, slot);
+/// One recorded dispatch of a batch (a split-k GEMM records its summing pass with it).
+pub(super) enum Call<'a> {
+    Gather(&'a GatherCall),
+    Gemm(&'a GemmCall),
+    Sample(&'a SampleCall),
+    Step(&'a Step),
+}
+
+impl Call<'_> {
+    pub(super) fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
+        match self {
+            Call::Gather(call) => call.dispatch(pass, slot),
+            Call::Gemm(call) => call.dispatch(pass, slot),
+            Call::Sample(call) => call.dispatch(pass, slot),
+            Call::Step(step) => step.record_in(pass),
         }
-        self.positive.dispatch(pass, slot);
+    }
+}
+
+impl Plan {
+    /// The batch's dispatches in order, named for profiles; `parity` picks the gradient buffer.
+    pub(super) fn calls(&self, parity: usize) -> Vec<(&'static str, Call<'_>)> {
+        let mut calls = vec![("gather", Call::Gather(&self.gather))];
+        if let Some(sample) = &self.input_sample {
+            calls.push(("input sample", Call::Sample(sample)));
+        }
+        calls.push(("positive v·W", Call::Gemm(&self.positive)));
         if let Some(start) = &self.chain_start {
-            start.dispatch(pass, slot);
+            calls.push(("chain start", Call::Gemm(start)));
         }
         for (s, step) in self.chain.iter().enumerate() {
-            step.visible.dispatch(pass, slot);
+            calls.push(("chain h·Wᵀ", Call::Gemm(&step.visible)));
             if s == 0 && self.reconstruction.is_none() {
-                self.error.record_in(pass);
+                calls.push(("squared error", Call::Step(&self.error)));
             }
             if let Some(noise) = &step.noise {
-                noise.dispatch(pass, slot);
+                calls.push(("gaussian noise", Call::Sample(noise)));
             }
-            step.hidden.dispatch(pass, slot);
+            calls.push(("chain v·W", Call::Gemm(&step.hidden)));
         }
         if let Some(reconstruction) = &self.reconstruction {
-            reconstruction.dispatch(pass, slot);
-            self.error.record_in(pass);
+            calls.push(("reconstruction", Call::Gemm(reconstruction)));
+            calls.push(("squared error", Call::Step(&self.error)));
         }
-        self.gradient[parity].0.dispatch(pass, slot);
-        self.gradient[parity].1.dispatch(pass, slot);
-        self.visible.record_in(pass);
-        self.hidden.record_in(pass);
-        self.update[parity].record_in(pass);
-        self.end.record_in(pass);
+        calls.push(("gradient +v0ᵀh0", Call::Gemm(&self.gradient[parity].0)));
+        calls.push(("gradient −vkᵀhk", Call::Gemm(&self.gradient[parity].1)));
+        calls.push(("visible bias", Call::Step(&self.visible)));
+        calls.push(("hidden bias", Call::Step(&self.hidden)));
+        calls.push(("weight update", Call::Step(&self.update[parity])));
+        calls.push(("schedule", Call::Step(&self.end)));
+        calls
+    }
+
+    /// Records one batch: `slot` selects its RNG step and first row, `parity` its gradient buffer.
+    pub(super) fn record_batch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32, parity: usize) {
+        for (_, call) in self.calls(parity) {
+            call.dispatch(pass, slot);
+        }
     }
 }
