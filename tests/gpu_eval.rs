@@ -143,3 +143,17 @@ fn cli_eval_and_sample_on_the_gpu_match_the_cpu() {
         eprintln!("sample (from data: {from_data}): PNGs {}", if cpu_png == gpu_png { "identical" } else { "differ" });
     }
 }
+
+#[test]
+fn submissions_shrink_for_wide_layers() {
+    use deepbelief::gpu::chains::{steps_per_submit, STEPS_PER_SUBMIT};
+    use deepbelief::gpu::evaluate::{chunk_cases, CHUNK_CASES};
+    assert_eq!(chunk_cases(784, 500), CHUNK_CASES);
+    let wide = chunk_cases(4096, 11008);
+    assert!((64..CHUNK_CASES).contains(&wide) || wide == 64, "{wide}");
+    assert!(4.0 * 640.0 * 4096.0 * 4096.0 > deepbelief::gpu::evaluate::FLOPS_PER_SUBMIT && chunk_cases(4096, 4096) < 640);
+    assert_eq!(steps_per_submit(100, 784, 500), STEPS_PER_SUBMIT);
+    assert_eq!(steps_per_submit(10_000, 4096, 4096), 1);
+    let mid = steps_per_submit(1000, 784, 2000);
+    assert!((1..STEPS_PER_SUBMIT).contains(&mid), "{mid}");
+}

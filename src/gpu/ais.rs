@@ -6,7 +6,7 @@
 //! `x = v·W + c`, `ais_hidden` (log-weight increment, one workgroup per run, and the hidden
 //! samples at β_k), the GEMM `a = h·Wᵀ + b_B`, and `ais_visible` (the visible samples). The step
 //! index lives in a device counter, so every step reuses the same prepared dispatches, and a
-//! submission holds [`STEPS_PER_SUBMIT`] steps. Only the runs' log weights come back, once.
+//! submission holds [`steps_per_submit`](super::chains::steps_per_submit) steps. Only the runs' log weights come back, once.
 //!
 //! Parity: the uniforms are the CPU's; the probabilities differ by f32 rounding, so a run
 //! follows the CPU's run until a near-tie flips a sample, and the two then diverge into
@@ -16,6 +16,7 @@
 //! compensation (the CPU uses f64).
 
 use super::buffers;
+use super::chains::steps_per_submit;
 use super::gemm::{GemmKernels, GemmOp};
 use super::reduce::{self, Dispatch, Step};
 use super::shader;
@@ -26,8 +27,6 @@ use crate::model::{Rbm, VisibleUnits};
 
 const SOURCE: &str = include_str!("../../shaders/ais.wgsl");
 
-/// Annealing steps per submission (two small GEMMs and three small kernels each).
-pub const STEPS_PER_SUBMIT: usize = 32;
 
 /// The runs' final log weights (`log w`, relative to the base-rate model) and `log Z_0`.
 pub struct AisRuns {
@@ -54,12 +53,14 @@ fn check(rbm: &Rbm, base_visible_bias: &[f32], config: &AisConfig) -> Result<(),
 
 /// `eval::ais_log_partition` on the device.
 pub async fn ais_log_partition(ctx: &GpuContext, rbm: &Rbm, base_visible_bias: &[f32], config: &AisConfig) -> Result<AisEstimate, GpuError> {
-    let runs = ais_runs(ctx, rbm, base_visible_bias, config).await?;
+    check(rbm, base_visible_bias, config)?;
+    let runs = ais_runs(ctx, &GemmKernels::new(ctx), rbm, base_visible_bias, config).await?;
     Ok(summarise(&runs.log_weights, runs.base_log_z, config))
 }
 
-/// Runs the annealing and returns every run's log weight.
-pub async fn ais_runs(ctx: &GpuContext, rbm: &Rbm, base_visible_bias: &[f32], config: &AisConfig) -> Result<AisRuns, GpuError> {
+/// Runs the annealing and returns every run's log weight. `gemm` may be shared with other
+/// work on the device (e.g. `EvalKernels::gemm`), so its compiled products are reused.
+pub async fn ais_runs(ctx: &GpuContext, gemm: &GemmKernels, rbm: &Rbm, base_visible_bias: &[f32], config: &AisConfig) -> Result<AisRuns, GpuError> {
     check(rbm, base_visible_bias, config)?;
     let device = &ctx.device;
     let (nv, nh, runs) = (rbm.n_visible, rbm.n_hidden, config.runs);
@@ -96,7 +97,6 @@ pub async fn ais_runs(ctx: &GpuContext, rbm: &Rbm, base_visible_bias: &[f32], co
         &[(1, &counter), (2, &betas_buffer), (3, &a), (4, &base_bias), (6, &v)],
         reduce::grid((runs * nv).div_ceil(256) as u32),
     );
-    let gemm = GemmKernels::new(ctx);
     let (r, nv32, nh32) = (runs as u32, nv as u32, nh as u32);
     let up_product = gemm.prepare(ctx, &GemmOp::new(r, nv32, nh32, &v, &weights, &x).bias(&hidden_bias))?;
     let down_product = gemm.prepare(ctx, &GemmOp::new(r, nh32, nv32, &h, &weights, &a).transpose_b().bias(&visible_bias))?;
@@ -112,7 +112,7 @@ pub async fn ais_runs(ctx: &GpuContext, rbm: &Rbm, base_visible_bias: &[f32], co
                 visible.record_in(&mut pass);
                 first = false;
             }
-            for _ in 0..STEPS_PER_SUBMIT.min(last - k) {
+            for _ in 0..steps_per_submit(runs, nv, nh).min(last - k) {
                 k += 1;
                 next.record_in(&mut pass);
                 up_product.dispatch(&mut pass, 0);

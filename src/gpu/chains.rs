@@ -6,7 +6,7 @@
 //! then `E[v | hs] = act(hs·Wᵀ + b)`, sampled into the state (`GibbsVisible`) for Bernoulli
 //! visible units, or copied and given Gaussian noise from the same stream (Gaussian units).
 //! The step number reaches the prepared products through a [`StepTable`] slot, so a submission
-//! holds up to [`STEPS_PER_SUBMIT`] steps and the products are prepared once. Starting states
+//! holds up to [`steps_per_submit`] steps and the products are prepared once. Starting states
 //! come from data cases propagated up (sigmoid GEMMs, as `Dbn::propagate_up`) or from random
 //! top hidden states (`RandomStart`); [`GpuChains::images`] propagates the top visible
 //! expectations down to the data layer and is the only read-back.
@@ -16,7 +16,7 @@
 //! flip the two chains go separate ways, so long runs agree in distribution, not state by state.
 
 use super::buffers::{self, StepSlot, StepTable};
-use super::evaluate::GpuRbm;
+use super::evaluate::{GpuRbm, FLOPS_PER_SUBMIT};
 use super::gemm::{GemmCall, GemmKernels, GemmOp};
 use super::sample::{SampleCall, SampleKernels, SampleOp};
 use super::{GpuContext, GpuError};
@@ -25,8 +25,15 @@ use crate::data::Dataset;
 use crate::model::Dbn;
 use crate::rng::{Purpose, RngStream};
 
-/// Gibbs steps per submission (each is two small GEMMs; bounded for browser watchdogs).
+/// Most Gibbs steps per submission.
 pub const STEPS_PER_SUBMIT: usize = 32;
+
+/// Steps per submission for `rows` chains (or AIS runs) in an `nv × nh` RBM: up to
+/// [`STEPS_PER_SUBMIT`], fewer when the two products of a step (4·rows·nv·nh operations) would
+/// exceed [`FLOPS_PER_SUBMIT`] together (browser watchdogs).
+pub fn steps_per_submit(rows: usize, nv: usize, nh: usize) -> usize {
+    ((FLOPS_PER_SUBMIT / (4.0 * rows as f64 * nv as f64 * nh as f64)) as usize).clamp(1, STEPS_PER_SUBMIT)
+}
 
 /// The prepared step of the top RBM.
 struct StepCalls {
@@ -50,6 +57,7 @@ pub struct GpuChains {
     table: StepTable,
     calls: StepCalls,
     pub steps_done: u64,
+    steps_per_submit: usize,
 }
 
 fn submit(ctx: &GpuContext, encoder: wgpu::CommandEncoder) {
@@ -130,7 +138,8 @@ impl GpuChains {
             }
         };
         let calls = StepCalls { hidden: hidden_call, visible, noise };
-        Ok(GpuChains { n_chains, layers, gemm, state, expectations, _hidden: hidden, hidden_sample, table, calls, steps_done: 0 })
+        let steps_per_submit = steps_per_submit(n_chains, top.n_visible, top.n_hidden);
+        Ok(GpuChains { n_chains, layers, gemm, state, expectations, _hidden: hidden, hidden_sample, table, calls, steps_done: 0, steps_per_submit })
     }
 
     /// `steps` Gibbs steps in the top RBM (`GenerativeChains::advance`).
@@ -138,7 +147,7 @@ impl GpuChains {
         let state_bytes = self.state.size().min(self.expectations.size());
         let mut left = steps;
         while left > 0 {
-            let count = left.min(STEPS_PER_SUBMIT);
+            let count = left.min(self.steps_per_submit);
             let slots: Vec<StepSlot> = (0..count).map(|i| StepSlot { step: self.steps_done + i as u64, row_shift: 0 }).collect();
             self.table.write(&ctx.queue, 0, &slots);
             let mut encoder = ctx.device.create_command_encoder(&Default::default());

@@ -4,7 +4,7 @@
 //! uploaded once.
 //!
 //! The evaluated cases are the CPU's (`spread_cases`), uploaded as an index list. They run in
-//! chunks of [`CHUNK_CASES`], one submission each, so no submission runs long enough to trip a
+//! chunks of at most [`CHUNK_CASES`] (fewer for wide layers, see [`chunk_cases`]), one submission each, so no submission runs long enough to trip a
 //! browser's GPU watchdog: gather the chunk's rows as f32 (`shaders/evaluate.wgsl`), the
 //! matrix products through [`GemmKernels`], then a kernel writing one value per case. Per-case
 //! values stay on the device and are summed once at the end (`reduce.wgsl`'s `finish_sum`),
@@ -30,8 +30,17 @@ use rand_chacha::ChaCha8Rng;
 
 const SOURCE: &str = include_str!("../../shaders/evaluate.wgsl");
 
-/// Cases per submission of the per-case measures.
+/// Most cases per submission of the per-case measures.
 pub const CHUNK_CASES: usize = 1024;
+/// Floating-point operations per submission, at most (down to one step or 64 cases): a slow
+/// GPU (~10 GFLOP/s: integrated graphics, SwiftShader) finishes that well inside a browser
+/// watchdog's few seconds. 784 × 500 layers keep chunks of 1024 cases.
+pub const FLOPS_PER_SUBMIT: f64 = 4e9;
+
+/// Cases per chunk for an `nv × nh` layer (two products of 2·nv·nh per case).
+pub fn chunk_cases(nv: usize, nh: usize) -> usize {
+    ((FLOPS_PER_SUBMIT / (4.0 * nv as f64 * nh as f64)) as usize).clamp(64, CHUNK_CASES)
+}
 /// Cases per submission of [`EvalKernels::propagate`] (a single product each).
 pub const PROPAGATE_CHUNK: usize = 4096;
 
@@ -202,6 +211,7 @@ impl EvalKernels {
     }
 
     /// Rows `index[start..start + rows]` of `data` into `out` (rows × n_inputs f32).
+    #[allow(clippy::too_many_arguments)]
     fn gather(&self, ctx: &GpuContext, data: &GpuDataset, index: &wgpu::Buffer, start: usize, rows: usize, binarize: bool, out: &wgpu::Buffer) -> Step {
         let flags = if data.is_u8 { IS_U8 } else { 0 } | if binarize { BINARIZE } else { 0 };
         let p = params(&ctx.device, rows, data.n_inputs, 0, flags, start, 0, 0.0);
@@ -225,7 +235,7 @@ impl EvalKernels {
     pub async fn reconstruction_errors(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset, max_cases: usize) -> Result<ReconstructionErrors, GpuError> {
         let (nv, nh) = check_shapes(rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
-        let chunk = CHUNK_CASES.min(n.max(1));
+        let chunk = chunk_cases(nv, nh).min(n.max(1));
         let f = |label: &str, len: usize| buffers::zeros_f32(ctx, label, len);
         let (v, h, a) = (f("eval_v", chunk * nv), f("eval_h", chunk * nh), f("eval_a", chunk * nv));
         let (squared, cross_entropy) = (f("eval_squared", n), f("eval_cross_entropy", n));
@@ -258,7 +268,7 @@ impl EvalKernels {
     pub async fn mean_free_energy(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset, max_cases: usize, binarize: bool) -> Result<f64, GpuError> {
         let (nv, nh) = check_shapes(rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
-        let chunk = CHUNK_CASES.min(n.max(1));
+        let chunk = chunk_cases(nv, nh).min(n.max(1));
         let (v, x) = (buffers::zeros_f32(ctx, "eval_v", chunk * nv), buffers::zeros_f32(ctx, "eval_x", chunk * nh));
         let energies = buffers::zeros_f32(ctx, "eval_free_energies", n);
         let chunk_energies = buffers::zeros_f32(ctx, "eval_chunk_free_energies", chunk);
@@ -292,7 +302,7 @@ impl EvalKernels {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let flips: Vec<u32> = (0..n).map(|_| rng.random_range(0..nv) as u32).collect();
         let flips = buffers::upload(ctx, "pll_flips", &flips);
-        let chunk = CHUNK_CASES.min(n.max(1));
+        let chunk = chunk_cases(nv, nh).min(n.max(1));
         let (v, x) = (buffers::zeros_f32(ctx, "eval_v", chunk * nv), buffers::zeros_f32(ctx, "eval_x", chunk * nh));
         let terms = buffers::zeros_f32(ctx, "pll_terms", n);
         let mut products = Products::new(|rows| Ok(vec![self.gemm.prepare(ctx, &GemmOp::new(rows as u32, nv as u32, nh as u32, &v, &rbm.weights, &x).bias(&rbm.hidden_bias))?]));
@@ -319,7 +329,7 @@ impl EvalKernels {
         if n == 0 {
             return Ok(vec![UnitStats { mean_activation: f64::NAN, standard_deviation: f64::NAN, skewness: 0.0 }; nh]);
         }
-        let chunk = CHUNK_CASES.min(n);
+        let chunk = chunk_cases(nv, nh).min(n);
         let (v, h) = (buffers::zeros_f32(ctx, "eval_v", chunk * nv), buffers::zeros_f32(ctx, "eval_h", chunk * nh));
         let moments = buffers::zeros_f32(ctx, "unit_moments", 3 * nh);
         let mut products = Products::new(|rows| {
