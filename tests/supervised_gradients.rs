@@ -125,3 +125,50 @@ fn softmax_survives_huge_logits_and_guards_the_log() {
     let error = data_error(&net, &backend, cases);
     assert!(error.is_finite() && error > 60.0, "{error}");
 }
+
+/// With the random masks fixed (same seed each evaluation), the dropout gradient is the
+/// exact gradient of the thinned net's criterion.
+#[test]
+fn dropout_gradient_matches_finite_differences_of_the_thinned_net() {
+    use deepbelief::supervised::dropout::{dropout_criterion_and_gradient, DropoutRates};
+    let backend = CpuBackend;
+    let rates = DropoutRates { input: 0.2, hidden: 0.5 };
+    for output in [OutputKind::SoftMax, OutputKind::Linear] {
+        let sizes = [6, 5, 4, 3];
+        let mut net = random_net(&sizes, output, 9);
+        let (inputs, targets) = random_cases(23, 6, 3, output, 13);
+        let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 6, n_outputs: 3 };
+        let thinned = |net: &Network, gradient: &mut [f32]| {
+            let mut rng = ChaCha8Rng::seed_from_u64(77);
+            dropout_criterion_and_gradient(net, &backend, cases, 0.1, rates, &mut rng, gradient)
+        };
+        let mut gradient = vec![0.0; net.n_params()];
+        let value = thinned(&net, &mut gradient);
+        let mut scratch = vec![0.0; net.n_params()];
+        assert_ne!(value, criterion(&net, &backend, cases, 0.1), "the masks change the criterion");
+        let params = net.to_params();
+        let h = 1e-2f32;
+        for k in 0..params.len() {
+            let mut p = params.clone();
+            p[k] = params[k] + h;
+            net.set_params(&p);
+            let up = thinned(&net, &mut scratch);
+            p[k] = params[k] - h;
+            net.set_params(&p);
+            let down = thinned(&net, &mut scratch);
+            let numeric = (up - down) / (2.0 * h as f64);
+            let analytic = gradient[k] as f64;
+            let error = (numeric - analytic).abs() / numeric.abs().max(analytic.abs()).max(1e-3);
+            assert!(error < 2e-2, "{output:?}: parameter {k}: backprop {analytic}, finite difference {numeric}");
+        }
+        net.set_params(&params);
+        // Without dropout it is the ordinary criterion and gradient.
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let off = DropoutRates { input: 0.0, hidden: 0.0 };
+        let plain = dropout_criterion_and_gradient(&net, &backend, cases, 0.1, off, &mut rng, &mut scratch);
+        let mut reference = vec![0.0; net.n_params()];
+        let expected = criterion_and_gradient(&net, &backend, cases, 0.1, &mut reference);
+        assert!((plain - expected).abs() < 1e-9);
+        assert!(scratch.iter().zip(&reference).all(|(a, b)| (a - b).abs() <= 1e-6 * b.abs().max(1.0)));
+    }
+}

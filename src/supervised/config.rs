@@ -21,6 +21,8 @@ pub struct SupervisedConfig {
     pub hidden: Vec<usize>,
     pub output: OutputKind,
     pub optimizer: Optimizer,
+    /// The optimizer of fine-tuning; `None`: the same as the supervised stage's.
+    pub fine_tune_optimizer: Option<Optimizer>,
     /// PenFac: the criterion adds `PenFac · Σ w² / n_weights` (biases excluded).
     pub weight_penalty: f64,
     /// Relative change in the criterion below which the supervised stage stops.
@@ -45,6 +47,10 @@ pub struct SupervisedConfig {
     pub momentum: f64,
     /// SGD fine-tuning's learning rate (the pretrained weights want gentler steps).
     pub fine_tune_learning_rate: f64,
+    /// SGD fine-tuning only: fractions of inputs and of logistic hidden units dropped in
+    /// each case of each batch (dropout, an extension beyond DEEP; 0 turns it off).
+    pub fine_tune_input_dropout: f64,
+    pub fine_tune_hidden_dropout: f64,
     pub seed: u64,
 }
 
@@ -58,6 +64,7 @@ impl Default for SupervisedConfig {
             hidden: Vec::new(),
             output: OutputKind::SoftMax,
             optimizer: Optimizer::ConjugateGradient,
+            fine_tune_optimizer: None,
             weight_penalty: 0.0,
             tolerance: 0.00005,
             max_iterations: 1000,
@@ -71,6 +78,8 @@ impl Default for SupervisedConfig {
             learning_rate: 0.1,
             momentum: 0.9,
             fine_tune_learning_rate: 0.05,
+            fine_tune_input_dropout: 0.0,
+            fine_tune_hidden_dropout: 0.0,
             seed: 1,
         }
     }
@@ -109,6 +118,8 @@ impl SupervisedConfig {
         check_real("learning_rate", self.learning_rate, 1e-9, 100.0)?;
         check_real("momentum", self.momentum, 0.0, 0.999)?;
         check_real("fine_tune_learning_rate", self.fine_tune_learning_rate, 1e-9, 100.0)?;
+        check_real("fine_tune_input_dropout", self.fine_tune_input_dropout, 0.0, 0.95)?;
+        check_real("fine_tune_hidden_dropout", self.fine_tune_hidden_dropout, 0.0, 0.95)?;
         Ok(())
     }
 }

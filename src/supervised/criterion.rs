@@ -33,7 +33,7 @@ impl Cases<'_> {
 }
 
 /// The criterion without the penalty, summed (not averaged) over the given outputs.
-fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32]) -> f64 {
+pub(super) fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32]) -> f64 {
     match output {
         OutputKind::Linear => outputs.iter().zip(targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum(),
         OutputKind::SoftMax => outputs
@@ -46,7 +46,7 @@ fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32]) -> f64 {
 }
 
 /// What the sum of `data_error_sum` is divided by.
-fn error_denominator(output: OutputKind, n_cases: usize, n_outputs: usize) -> f64 {
+pub(super) fn error_denominator(output: OutputKind, n_cases: usize, n_outputs: usize) -> f64 {
     match output {
         OutputKind::Linear => (n_cases * n_outputs).max(1) as f64,
         OutputKind::SoftMax => n_cases.max(1) as f64,
@@ -103,14 +103,20 @@ pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases
             }
         }
     }
-    if penalty != 0.0 {
-        let scale = (2.0 * penalty / net.n_weights().max(1) as f64) as f32;
-        for (layer, &offset) in net.layers.iter().zip(&offsets) {
-            let grad = &mut gradient[offset..offset + layer.weights.len()];
-            grad.iter_mut().zip(&layer.weights).for_each(|(g, w)| *g += scale * w);
-        }
-    }
+    add_penalty_gradient(net, penalty, gradient);
     sum / denominator + penalty_term(net, penalty)
+}
+
+/// Adds the penalty's gradient `2 · PenFac · w / n_weights` to every weight's entry.
+pub(super) fn add_penalty_gradient(net: &Network, penalty: f64, gradient: &mut [f32]) {
+    if penalty == 0.0 {
+        return;
+    }
+    let scale = (2.0 * penalty / net.n_weights().max(1) as f64) as f32;
+    for (layer, &offset) in net.layers.iter().zip(&layer_offsets(net)) {
+        let grad = &mut gradient[offset..offset + layer.weights.len()];
+        grad.iter_mut().zip(&layer.weights).for_each(|(g, w)| *g += scale * w);
+    }
 }
 
 /// Where each layer's parameters start in the flat vector.
@@ -126,7 +132,7 @@ pub fn layer_offsets(net: &Network) -> Vec<usize> {
 
 /// ∂criterion/∂(output logits or values) for one block, already divided by the
 /// criterion's denominator. SoftMax: `p·Σt − t` (targets need not sum to one).
-fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], denominator: f64) -> Vec<f32> {
+pub(super) fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], denominator: f64) -> Vec<f32> {
     let width = net.n_outputs();
     let scale = (1.0 / denominator) as f32;
     match net.output {

@@ -7,6 +7,7 @@
 //!   backprop with every product a `Backend` call;
 //! - `conjugate_gradient` + `line_search`: Polak–Ribière with bracketing and Brent;
 //! - `optimise`: CG or mini-batch SGD with momentum on a net, with NaN/Inf detection;
+//! - `dropout`: optional dropout for SGD fine-tuning (an extension beyond DEEP);
 //! - `anneal` + `least_squares`: starting weights by simulated annealing, with SVD output
 //!   weights for linear outputs;
 //! - `pipeline`: features from the DBN, the supervised stage, then optional fine-tuning of
@@ -16,6 +17,7 @@ pub mod anneal;
 pub mod config;
 pub mod conjugate_gradient;
 pub mod criterion;
+pub mod dropout;
 pub mod least_squares;
 pub mod line_search;
 pub mod network;

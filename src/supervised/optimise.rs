@@ -5,6 +5,7 @@
 
 use super::conjugate_gradient::{self, CgSettings, CgStop, Objective};
 use super::criterion::{criterion, criterion_and_gradient, Cases};
+use super::dropout::{dropout_criterion_and_gradient, DropoutRates};
 use super::network::Network;
 use super::SupervisedError;
 use crate::backend::Backend;
@@ -39,7 +40,7 @@ pub enum StopKind {
 #[derive(Clone, Copy, Debug)]
 pub enum Method {
     ConjugateGradient { max_iterations: usize, tolerance: f64 },
-    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, momentum: f64, seed: u64 },
+    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, momentum: f64, seed: u64, dropout: DropoutRates },
 }
 
 /// The criterion of a net as a function of its parameters, for the CG minimiser.
@@ -109,8 +110,8 @@ pub fn optimise(
             };
             (outcome.iterations, stop, criterion(net, backend, cases, penalty))
         }
-        Method::Sgd { epochs, tolerance, batch_size, learning_rate, momentum, seed } => {
-            sgd(backend, net, cases, penalty, SgdSettings { epochs, tolerance, batch_size, learning_rate, momentum, seed }, stage, on_iteration)?
+        Method::Sgd { epochs, tolerance, batch_size, learning_rate, momentum, seed, dropout } => {
+            sgd(backend, net, cases, penalty, SgdSettings { epochs, tolerance, batch_size, learning_rate, momentum, seed, dropout }, stage, on_iteration)?
         }
     };
     if !net.is_finite() || !final_criterion.is_finite() {
@@ -127,11 +128,13 @@ struct SgdSettings {
     learning_rate: f64,
     momentum: f64,
     seed: u64,
+    dropout: DropoutRates,
 }
 
 /// Mini-batch SGD with momentum: `v ← μ·v − η·∇`, `θ ← θ + v`, cases reshuffled every
 /// epoch. The epoch's criterion is the mean of its batches' (no extra pass over the data);
-/// the tolerance test compares successive epochs' means. Returns (epochs, stop, criterion).
+/// the tolerance test compares successive epochs' means. With dropout each batch trains a
+/// thinned net. Returns (epochs, stop, criterion).
 fn sgd(
     backend: &dyn Backend,
     net: &mut Network,
@@ -164,7 +167,11 @@ fn sgd(
                 targets.extend_from_slice(&cases.targets[case * cases.n_outputs..(case + 1) * cases.n_outputs]);
             }
             let batch_cases = Cases { inputs: &inputs, targets: &targets, ..cases };
-            sum += criterion_and_gradient(net, backend, batch_cases, penalty, &mut gradient);
+            sum += if settings.dropout.is_active() {
+                dropout_criterion_and_gradient(net, backend, batch_cases, penalty, settings.dropout, &mut rng, &mut gradient)
+            } else {
+                criterion_and_gradient(net, backend, batch_cases, penalty, &mut gradient)
+            };
             for ((p, v), g) in params.iter_mut().zip(&mut velocity).zip(&gradient) {
                 *v = mu * *v - lr * g;
                 *p += *v;

@@ -12,6 +12,7 @@
 use super::anneal::{anneal, random_start, AnnealReport};
 use super::config::{Optimizer, SupervisedConfig};
 use super::criterion::Cases;
+use super::dropout::DropoutRates;
 use super::network::{Layer, Network};
 use super::optimise::{optimise, Method, OptimiseReport};
 use super::SupervisedError;
@@ -60,7 +61,11 @@ fn method(config: &SupervisedConfig, stage: Stage) -> Method {
         Stage::Supervised => (config.max_iterations, config.tolerance, config.learning_rate),
         Stage::FineTune => (config.fine_tune_max_iterations, config.fine_tune_tolerance, config.fine_tune_learning_rate),
     };
-    match config.optimizer {
+    let optimizer = match stage {
+        Stage::Supervised => config.optimizer,
+        Stage::FineTune => config.fine_tune_optimizer.unwrap_or(config.optimizer),
+    };
+    match optimizer {
         Optimizer::ConjugateGradient => Method::ConjugateGradient { max_iterations, tolerance },
         Optimizer::Sgd => Method::Sgd {
             epochs: max_iterations,
@@ -69,6 +74,10 @@ fn method(config: &SupervisedConfig, stage: Stage) -> Method {
             learning_rate,
             momentum: config.momentum,
             seed: config.seed ^ (stage as u64 + 1),
+            dropout: match stage {
+                Stage::Supervised => DropoutRates { input: 0.0, hidden: 0.0 },
+                Stage::FineTune => DropoutRates { input: config.fine_tune_input_dropout as f32, hidden: config.fine_tune_hidden_dropout as f32 },
+            },
         },
     }
 }

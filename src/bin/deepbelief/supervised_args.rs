@@ -29,6 +29,9 @@ pub struct SupervisedArgs {
     /// cg: full-batch conjugate gradient; sgd: mini-batch gradient descent with momentum.
     #[arg(long, value_enum)]
     pub optimizer: Option<OptimizerChoice>,
+    /// The optimizer of fine-tuning, when it differs from --optimizer.
+    #[arg(long, value_enum)]
+    pub fine_tune_optimizer: Option<OptimizerChoice>,
     /// Simulated-annealing trials for the starting weights (0: small random weights).
     #[arg(long, value_name = "N")]
     pub anneal_iters: Option<usize>,
@@ -53,6 +56,12 @@ pub struct SupervisedArgs {
     /// SGD: learning rate of fine-tuning.
     #[arg(long, value_name = "RATE")]
     pub fine_tune_learning_rate: Option<f64>,
+    /// SGD fine-tuning: fraction of inputs dropped per case and batch (dropout; 0 = off).
+    #[arg(long, value_name = "RATE")]
+    pub fine_tune_input_dropout: Option<f64>,
+    /// SGD fine-tuning: fraction of logistic hidden units dropped per case and batch.
+    #[arg(long, value_name = "RATE")]
+    pub fine_tune_hidden_dropout: Option<f64>,
     /// SGD: momentum.
     #[arg(long, value_name = "M")]
     pub supervised_momentum: Option<f64>,
@@ -132,11 +141,15 @@ impl SupervisedArgs {
         if self.fine_tune {
             config.fine_tune = true;
         }
-        if let Some(optimizer) = self.optimizer {
-            config.optimizer = match optimizer {
-                OptimizerChoice::Cg => Optimizer::ConjugateGradient,
-                OptimizerChoice::Sgd => Optimizer::Sgd,
-            };
+        let optimizer = |choice: OptimizerChoice| match choice {
+            OptimizerChoice::Cg => Optimizer::ConjugateGradient,
+            OptimizerChoice::Sgd => Optimizer::Sgd,
+        };
+        if let Some(choice) = self.optimizer {
+            config.optimizer = optimizer(choice);
+        }
+        if let Some(choice) = self.fine_tune_optimizer {
+            config.fine_tune_optimizer = Some(optimizer(choice));
         }
         set(self.anneal_iters, &mut config.anneal_iterations);
         set(self.supervised_penalty, &mut config.weight_penalty);
@@ -147,6 +160,8 @@ impl SupervisedArgs {
         set(self.supervised_learning_rate, &mut config.learning_rate);
         set(self.fine_tune_learning_rate, &mut config.fine_tune_learning_rate);
         set(self.supervised_momentum, &mut config.momentum);
+        set(self.fine_tune_input_dropout, &mut config.fine_tune_input_dropout);
+        set(self.fine_tune_hidden_dropout, &mut config.fine_tune_hidden_dropout);
         set(self.supervised_batch_size, &mut config.batch_size);
         if self.no_svd {
             config.allow_svd = false;
@@ -170,6 +185,8 @@ fn flag_for(field: &str) -> &'static str {
         "learning_rate" => "--supervised-learning-rate",
         "momentum" => "--supervised-momentum",
         "fine_tune_learning_rate" => "--fine-tune-learning-rate",
+        "fine_tune_input_dropout" => "--fine-tune-input-dropout",
+        "fine_tune_hidden_dropout" => "--fine-tune-hidden-dropout",
         _ => "no flag",
     }
 }
