@@ -14,6 +14,10 @@
 //! Parity: every uniform equals the CPU's; probabilities differ by f32 rounding (GEMM order,
 //! exp), so a sample flips only where a probability lies within ~1e-7 of its uniform. After a
 //! flip the two chains go separate ways, so long runs agree in distribution, not state by state.
+//!
+//! Measured (`deepbelief sample`, release build, NVIDIA H100 through Vulkan, 16-core host):
+//! 1000 chains × 1000 steps in the top 500 × 500 RBM of a 784-500-500 DBN, with the PNG:
+//! 0.49 s wall on the GPU, 2.16 s on the CPU backend (mean intensity 0.15329 vs 0.15331).
 
 use super::buffers::{self, StepSlot, StepTable};
 use super::evaluate::{GpuRbm, FLOPS_PER_SUBMIT};
