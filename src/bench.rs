@@ -345,6 +345,41 @@ pub async fn bench_gpu_shape(ctx: &GpuContext, n_visible: usize, n_hidden: usize
     })
 }
 
+/// GFLOP/s of one product for every tiling and split-k factor (`--gemm-sweep`): the data
+/// behind [`Tiling::auto`](crate::gpu::gemm::Tiling::auto) and `auto_splits` on a new GPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepRow {
+    pub variant: String,
+    pub m: u32,
+    pub k: u32,
+    pub n: u32,
+    pub tiling: String,
+    pub splits: u32,
+    pub gflops: f64,
+    /// The automatic choice's figure, for comparison.
+    pub auto_gflops: f64,
+}
+
+pub async fn gemm_sweep(ctx: &GpuContext, shapes: &[(GemmVariant, u32, u32, u32)], splits: &[u32]) -> Result<Vec<SweepRow>, GpuError> {
+    use crate::gpu::gemm::{gemm_gflops_with, Tiling};
+    let mut rows = Vec::new();
+    for &(variant, m, k, n) in shapes {
+        let repeats = ((1e11 / (2.0 * m as f64 * k as f64 * n as f64)) as u32).clamp(10, 1000);
+        let auto_gflops = gemm_gflops_with(ctx, m, k, n, variant, None, None, repeats).await?;
+        for tiling in Tiling::ALL {
+            for &split in splits {
+                if split > 1 && k / split < 16 {
+                    continue;
+                }
+                // Some splits need more scratch than one binding holds: those are not options.
+                let Ok(gflops) = gemm_gflops_with(ctx, m, k, n, variant, Some(tiling), Some(split), repeats).await else { continue };
+                rows.push(SweepRow { variant: format!("{variant:?}"), m, k, n, tiling: format!("{tiling:?}"), splits: split, gflops, auto_gflops });
+            }
+        }
+    }
+    Ok(rows)
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct ShapeProfile {
     pub n_visible: usize,

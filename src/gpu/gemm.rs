@@ -89,13 +89,15 @@ impl Tiling {
     }
 
     /// The tiling for an `m × n` output, from measurements on an H100 (Vulkan, see the
-    /// module docs): Large when it has ≥ 256 tiles (8192³: 25 TFLOP/s against Wide's 20 and
-    /// Medium's 18), Wide when it has ≥ 128 (192 × 11008: 18 against Medium's 16 and Large's
-    /// 12, whose 128-row tiles waste a third of 192 rows), else Medium with split k.
+    /// module docs and `deepbelief bench --gemm-sweep`): Large when it has ≥ 256 tiles (8192³:
+    /// 25 TFLOP/s against Wide's 20 and Medium's 18), Wide when it has ≥ 96 (192 × 11008: 18
+    /// against Medium's 16 and Large's 12, whose 128-row tiles waste a third of 192 rows;
+    /// 192 × 4096 with k = 11008 split 8 ways: 20.0 against Medium's 18.9), else Medium with
+    /// split k.
     pub fn auto(m: u32, n: u32) -> Tiling {
         if Tiling::Large.tiles(m, n) >= 256 {
             Tiling::Large
-        } else if Tiling::Wide.tiles(m, n) >= 128 {
+        } else if Tiling::Wide.tiles(m, n) >= 96 {
             Tiling::Wide
         } else {
             Tiling::Medium
@@ -103,16 +105,19 @@ impl Tiling {
     }
 }
 
-/// Split-k factor for an `m × n × k` product: with 128–511 tiles and k ≥ 2048, enough splits
+/// Split-k factor for an `m × n × k` product: with 96–511 tiles and k ≥ 2048, enough splits
 /// (chunks of ≥ 1024) for about 1024 workgroups (H100: 192 × 11008 × 4096 NT from 12.7 to
-/// 19.2 TFLOP/s); 1 for other outputs of ≥ 128 tiles; else about 5
-/// k steps per split, at most 512 workgroups in all and 16 splits (H100: 100 × 784 × 500 goes
-/// from 0.9 to 3.2 TFLOP/s with 8–9 splits, 192 × 576 × 1024 from 3.6 to 7.4 with 7–8).
+/// 19.2 TFLOP/s, 20.0 with Wide tiles and 8 splits); 1 for other outputs of ≥ 96 tiles; else
+/// one split per 4 k steps when that gives at least 4, at most 512 workgroups in all and 16
+/// splits. From `deepbelief bench --gemm-sweep` on an H100: 100 × 784 × 500 is best with 12
+/// splits (3.3 TFLOP/s; unsplit 0.9), 100 × 500 × 784 with 6–8 (3.3), while the gradient
+/// 784 × 200 × 500 is best unsplit (5.9 against 4.7 with 2 splits): the summing pass costs
+/// more than short k gains.
 pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
     let tiles = tiling.tiles(m, n).max(1);
-    if tiles >= 128 {
+    if tiles >= 96 {
         // Mid-sized outputs with long k (the hidden → visible product of a wide layer,
-        // 192 × 4096 × 11008: 192 Medium tiles, under two waves of an H100's 132 SMs) still
+        // 192 × 4096 × 11008: 96 Wide tiles, under one wave of an H100's 132 SMs) still
         // leave most of the GPU idle: split k into chunks of at least 1024 until about 1024
         // workgroups are in flight.
         if tiles >= 512 || k < 2048 {
@@ -120,7 +125,10 @@ pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
         }
         return 1024u32.div_ceil(tiles).min(k / 1024).clamp(1, 8);
     }
-    let by_k = k / (5 * tiling.dims().bk);
+    let by_k = k / (4 * tiling.dims().bk);
+    if by_k < 4 {
+        return 1;
+    }
     512u32.div_ceil(tiles).min(by_k).clamp(1, 16)
 }
 

