@@ -451,6 +451,9 @@ pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usiz
                 profiles.push(profile_shape(ctx, &random_binary_cases(nv, 100 * RAINA_BATCH, 43), nh, RAINA_BATCH).await?);
             }
         }
+        // The large square product, against which cuBLAS's sgemm figure is quoted.
+        let gflops = gemm_gflops(ctx, 8192, 8192, 8192, GemmVariant::Nn, 20).await?;
+        gemm.push(GemmRow { role: "square reference 8192³".into(), variant: "Nn".into(), m: 8192, k: 8192, n: 8192, gflops });
     }
     Ok(GpuBenchReport {
         gpu_epoch_s,
