@@ -18,7 +18,8 @@ use deepbelief::report::deep_log::{stop_description, DataSummary, DeepLog, Layer
 use deepbelief::report::image_grid::{self, Scaling};
 use deepbelief::report::png::write_grey_png;
 use deepbelief::train::greedy::propagate_dataset;
-use deepbelief::train::{EpochReport, GreedyEvent, GreedyTrainer, StopReason, TrainError};
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::train::{CdTrainer, EpochReport, GreedyEvent, GreedyTrainer, StopReason, TrainError};
 use serde_json::json;
 use std::path::Path;
 
@@ -179,8 +180,8 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Datas
 }
 
 /// Trains the layer just started on the GPU, epoch by epoch, then hands the weights back to
-/// the greedy trainer. Settings the GPU trainer lacks (PCD, Gaussian units, sampled inputs)
-/// keep the layer on the CPU, with a notice, unless `--backend gpu` demanded the GPU.
+/// the greedy trainer. A layer the device cannot hold (adapter limits) stays on the CPU, with a
+/// notice, unless `--backend gpu` demanded the GPU; a device lost mid-layer hands over to the CPU.
 /// Returns the context for the next layer.
 fn train_layer_on_gpu(
     ctx: GpuContext,
@@ -200,16 +201,39 @@ fn train_layer_on_gpu(
             return Ok(None);
         }
     };
+    // The whole trainer state comes back after every epoch, so a lost device costs nothing:
+    // the CPU resumes from the last checkpoint exactly where the GPU would have gone on.
+    let mut checkpoint = cpu.checkpoint();
     while !gpu.finished() {
-        let report = pollster::block_on(gpu.train_epoch()).map_err(train_error)?;
-        progress.epoch(layer, &report, None);
-        if let Some(stop) = report.stop {
-            outcome.stop = stop;
+        match pollster::block_on(gpu.train_epoch()) {
+            Ok(report) => {
+                progress.epoch(layer, &report, None);
+                if let Some(stop) = report.stop {
+                    outcome.stop = stop;
+                }
+                outcome.epochs.push(report);
+            }
+            Err(TrainError::Device(message)) => {
+                eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {}", layer + 1, checkpoint.epoch);
+                outcome.epochs.truncate(checkpoint.epoch);
+                let mut fallback = CdTrainer::resume(gpu.config.clone(), checkpoint).map_err(train_error)?;
+                let data = trainer.layer_data(dataset);
+                while !fallback.finished() {
+                    let report = fallback.train_epoch(&CpuBackend, data).map_err(train_error)?;
+                    progress.epoch(layer, &report, None);
+                    if let Some(stop) = report.stop {
+                        outcome.stop = stop;
+                    }
+                    outcome.epochs.push(report);
+                }
+                trainer.adopt_trained_layer(fallback.rbm, fallback.epoch, outcome.stop).map_err(train_error)?;
+                return Ok(None);
+            }
+            Err(e) => return Err(train_error(e)),
         }
-        outcome.epochs.push(report);
+        checkpoint = pollster::block_on(gpu.checkpoint()).map_err(|e| e.to_string())?;
     }
-    let rbm = pollster::block_on(gpu.download_rbm()).map_err(|e| e.to_string())?;
-    trainer.adopt_trained_layer(rbm, gpu.epoch, outcome.stop).map_err(train_error)?;
+    trainer.adopt_trained_layer(checkpoint.rbm, gpu.epoch, outcome.stop).map_err(train_error)?;
     Ok(Some(gpu.into_context()))
 }
 
