@@ -1,0 +1,327 @@
+//! Compiling the GEMM variants and preparing, recording and dispatching products: the host
+//! side of `shaders/gemm.wgsl` (see the parent module for the operation and its layouts).
+
+use super::{auto_splits, Element, GemmOp, Tiling};
+use crate::gpu::buffers::{self, window, StepTable};
+use crate::gpu::shader::{self, Const, PipelineCache};
+use crate::gpu::{GpuContext, GpuError};
+use crate::backend::Activation;
+use crate::rng::RngStream;
+use bytemuck::{Pod, Zeroable};
+use wgpu::util::DeviceExt;
+
+const SOURCE: &str = include_str!("../../../shaders/gemm.wgsl");
+
+const FLAG_ACCUMULATE: u32 = 1;
+const FLAG_BIAS: u32 = 2;
+const FLAG_SIGMOID: u32 = 4;
+const FLAG_SAMPLE: u32 = 8;
+
+/// `struct Params` of gemm.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    m: u32,
+    n: u32,
+    k: u32,
+    tiles_n: u32,
+    tiles_total: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    a_offset: u32,
+    b_offset: u32,
+    c_offset: u32,
+    bias_offset: u32,
+    order_offset: u32,
+    sample_offset: u32,
+    lds: u32,
+    flags: u32,
+    alpha: f32,
+    purpose: u32,
+    key: [u32; 2],
+    step: [u32; 2],
+    index_base: [u32; 2],
+    splits: u32,
+    k_chunk: u32,
+    pad: [u32; 2],
+}
+
+/// The GEMM pipelines of one device, compiled per variant on first use, and the placeholder
+/// buffers bound where an op has no bias, samples or order.
+pub struct GemmKernels {
+    layout: wgpu::BindGroupLayout,
+    pipelines: PipelineCache,
+    unused_read: wgpu::Buffer,
+    unused_write: wgpu::Buffer,
+    unused_partials: wgpu::Buffer,
+    zero_slot: StepTable,
+}
+
+/// A prepared product: its pipeline, uniforms and bind group, ready to dispatch any number of
+/// times (its buffers must outlive the dispatches' submission).
+pub struct GemmCall {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: (u32, u32, u32),
+    /// Split k: the summing pass and the buffer of partial sums.
+    finish: Option<(wgpu::ComputePipeline, (u32, u32, u32), wgpu::Buffer)>,
+    slot_offsets: Vec<u32>,
+    /// The variant chosen, for reports.
+    pub tiling: Tiling,
+    pub splits: u32,
+}
+
+impl GemmCall {
+    /// Records the product into `pass` with the values of step-table slot `slot`
+    /// (0 for an op without a table).
+    pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
+        if self.groups.0 == 0 {
+            return;
+        }
+        let offset = *self.slot_offsets.get(slot as usize).unwrap_or_else(|| panic!("slot {slot} of {}", self.slot_offsets.len()));
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[offset]);
+        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
+        if let Some((pipeline, groups, _)) = &self.finish {
+            pass.set_pipeline(pipeline);
+            pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+        }
+    }
+}
+
+fn u32_offset(value: u64, what: &str) -> Result<u32, GpuError> {
+    u32::try_from(value).map_err(|_| GpuError(format!("{what}: offset {value} beyond 2^32 elements")))
+}
+
+impl GemmKernels {
+    pub fn new(ctx: &GpuContext) -> Self {
+        use wgpu::BufferBindingType::{Storage, Uniform};
+        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("gemm"),
+            entries: &[
+                shader::buffer_entry(0, Uniform, false),
+                shader::buffer_entry(1, Uniform, true),
+                shader::buffer_entry(2, Storage { read_only: true }, false),
+                shader::buffer_entry(3, Storage { read_only: true }, false),
+                shader::buffer_entry(4, Storage { read_only: false }, false),
+                shader::buffer_entry(5, Storage { read_only: true }, false),
+                shader::buffer_entry(6, Storage { read_only: false }, false),
+                shader::buffer_entry(7, Storage { read_only: true }, false),
+                shader::buffer_entry(8, Storage { read_only: false }, false),
+            ],
+        });
+        let pipelines = PipelineCache::new(&ctx.device, "gemm", &layout);
+        GemmKernels {
+            pipelines,
+            layout,
+            unused_read: buffers::zeros(ctx, "gemm_unused_read", 16),
+            unused_write: buffers::zeros(ctx, "gemm_unused_write", 16),
+            unused_partials: buffers::zeros(ctx, "gemm_unused_partials", 16),
+            zero_slot: StepTable::new(ctx, &[buffers::StepSlot::default()]),
+        }
+    }
+
+    fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
+        let (a_u8, a_gather) = (op.a_element == Element::U8, op.a_gather.is_some());
+        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8);
+        let d = tiling.dims();
+        self.pipelines.get(&ctx.device, &key, entry_point, || {
+            shader::assemble(
+                SOURCE,
+                &[
+                    ("BM", Const::U32(d.bm)),
+                    ("BN", Const::U32(d.bn)),
+                    ("BK", Const::U32(d.bk)),
+                    ("TM", Const::U32(d.tm)),
+                    ("TN", Const::U32(d.tn)),
+                    ("WG_X", Const::U32(d.bn / d.tn)),
+                    ("WG_Y", Const::U32(d.bm / d.tm)),
+                    ("A_TRANS", Const::Bool(op.a_transposed)),
+                    ("A_U8", Const::Bool(a_u8)),
+                    ("A_GATHER", Const::Bool(a_gather)),
+                    ("B_TRANS", Const::Bool(op.b_transposed)),
+                    // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of
+                    // padding where the slab is filled along k, so that the 16 invocations
+                    // storing one row's k values hit different banks (unpadded, they all hit
+                    // the same bank: a 16-way conflict on every stash).
+                    ("A_STRIDE", Const::U32(d.bm / 4 + u32::from(!op.a_transposed))),
+                    ("B_STRIDE", Const::U32(d.bn / 4 + u32::from(op.b_transposed))),
+                ],
+                true,
+            )
+        })
+    }
+
+    /// Validates `op`, builds its uniforms and bind group, and picks its pipeline.
+    pub fn prepare(&self, ctx: &GpuContext, op: &GemmOp) -> Result<GemmCall, GpuError> {
+        let (m, k, n) = (op.m as u64, op.k as u64, op.n as u64);
+        let tiling = op.tiling.unwrap_or_else(|| Tiling::auto(op.m, op.n));
+        let pipeline = self.pipeline(ctx, tiling, op, "main");
+
+        // Aliasing: WebGPU forbids a buffer bound writable twice, or writable and read-only.
+        let writable = [Some(op.c.buffer), op.sample.map(|s| s.out.buffer)];
+        let readable = [Some(op.a.buffer), Some(op.b.buffer), op.bias.map(|b| b.buffer), op.a_gather.map(|g| g.order)];
+        if writable[1] == writable[0] {
+            return Err(GpuError("gemm: C and the sample output must be different buffers".into()));
+        }
+        for w in writable.iter().flatten() {
+            if readable.iter().flatten().any(|r| r == w) {
+                return Err(GpuError("gemm: an output buffer is also an input (use separate buffers)".into()));
+            }
+        }
+
+        // Operand extents (in elements) and binding windows.
+        let extent = |rows: u64, cols: u64, ld: u32, what: &str| -> Result<u64, GpuError> {
+            if rows > 1 && (ld as u64) < cols {
+                return Err(GpuError(format!("gemm: {what} has {cols} columns but row stride {ld}")));
+            }
+            Ok(if rows == 0 || cols == 0 { 0 } else { (rows - 1) * ld as u64 + cols })
+        };
+        let (a_rows, a_cols) = if op.a_transposed { (k, m) } else { (m, k) };
+        let (b_rows, b_cols) = if op.b_transposed { (n, k) } else { (k, n) };
+        let a_size = if op.a_element == Element::U8 { 1 } else { 4 };
+        let a_len = extent(a_rows, a_cols, op.a.ld, "A")?;
+        let b_len = extent(b_rows, b_cols, op.b.ld, "B")?;
+        let c_len = extent(m, n, op.c.ld, "C")?;
+        let empty = m == 0 || n == 0 || k == 0;
+        let a_window = if empty {
+            None
+        } else if op.a_gather.is_some() {
+            Some(window(ctx, op.a.buffer, op.a.offset * a_size, None, "gemm operand A")?)
+        } else {
+            Some(window(ctx, op.a.buffer, op.a.offset * a_size, Some(a_len * a_size), "gemm operand A")?)
+        };
+        let b_window = if empty { None } else { Some(window(ctx, op.b.buffer, op.b.offset * 4, Some(b_len * 4), "gemm operand B")?) };
+        let c_window = window(ctx, op.c.buffer, op.c.offset * 4, Some(c_len * 4), "gemm output C")?;
+        let bias_window = match op.bias {
+            Some(bias) => Some(window(ctx, bias.buffer, bias.offset * 4, Some(n * 4), "gemm bias")?),
+            None => None,
+        };
+        let sample_window = match op.sample {
+            Some(s) => Some(window(ctx, s.out.buffer, s.out.offset * 4, Some(extent(m, n, s.out.ld, "sample output")? * 4), "gemm sample output")?),
+            None => None,
+        };
+        let order_window = match op.a_gather {
+            Some(g) => Some(window(ctx, g.order, 0, None, "gemm row order")?),
+            None => None,
+        };
+
+        let tiles_n = op.n.div_ceil(tiling.dims().bn);
+        let tiles_total = tiling.tiles(op.m, op.n);
+        let bk = tiling.dims().bk;
+        let mut splits = op.split_k.unwrap_or_else(|| auto_splits(tiling, op.m, op.n, op.k)).clamp(1, op.k.max(1));
+        let max_binding = ctx.device.limits().max_storage_buffer_binding_size;
+        if op.split_k.is_none() {
+            while splits > 1 && splits as u64 * m * n * 4 > max_binding {
+                splits -= 1;
+            }
+        }
+        let k_chunk = op.k.div_ceil(splits).next_multiple_of(bk).max(bk);
+        let splits = op.k.div_ceil(k_chunk).max(1);
+        let partials = if splits > 1 && m * n > 0 {
+            let bytes = splits as u64 * m * n * 4;
+            if bytes > max_binding {
+                return Err(GpuError(format!("gemm: {splits} k splits of {m}×{n} need {bytes} bytes, over the binding limit")));
+            }
+            Some(buffers::zeros(ctx, "gemm_partials", bytes))
+        } else {
+            None
+        };
+        let mut flags = 0;
+        if op.accumulate {
+            flags |= FLAG_ACCUMULATE;
+        }
+        if op.bias.is_some() {
+            flags |= FLAG_BIAS;
+        }
+        if op.activation == Activation::Sigmoid {
+            flags |= FLAG_SIGMOID;
+        }
+        let stream = op.sample.map(|s| s.stream).unwrap_or(RngStream::new(0, 0, crate::rng::Purpose::HiddenSample));
+        if op.sample.is_some() {
+            flags |= FLAG_SAMPLE;
+        }
+        let index_base = op.sample.map_or(0, |s| s.index_base);
+        let params = Params {
+            m: op.m,
+            n: op.n,
+            k: op.k,
+            tiles_n,
+            tiles_total,
+            lda: op.a.ld,
+            ldb: op.b.ld,
+            ldc: op.c.ld,
+            a_offset: u32_offset(a_window.as_ref().map_or(0, |w| w.residual / a_size), "A")?,
+            b_offset: u32_offset(b_window.as_ref().map_or(0, |w| w.residual / 4), "B")?,
+            c_offset: u32_offset(c_window.residual / 4, "C")?,
+            bias_offset: u32_offset(bias_window.as_ref().map_or(0, |w| w.residual / 4), "bias")?,
+            order_offset: op.a_gather.map_or(0, |g| g.start),
+            sample_offset: u32_offset(sample_window.as_ref().map_or(0, |w| w.residual / 4), "samples")?,
+            lds: op.sample.map_or(0, |s| s.out.ld),
+            flags,
+            alpha: op.alpha,
+            purpose: stream.purpose as u32,
+            key: stream.key,
+            step: [stream.step as u32, (stream.step >> 32) as u32],
+            index_base: [index_base as u32, (index_base >> 32) as u32],
+            splits,
+            k_chunk,
+            pad: [0; 2],
+        };
+        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("gemm_params"),
+            contents: bytemuck::bytes_of(&params),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        fn read<'b>(w: Option<buffers::Window<'b>>, unused: &'b wgpu::Buffer) -> wgpu::BindingResource<'b> {
+            match w {
+                Some(w) => wgpu::BindingResource::Buffer(w.binding),
+                None => unused.as_entire_binding(),
+            }
+        }
+        let slots = op.slots.unwrap_or(&self.zero_slot);
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("gemm"),
+            layout: &self.layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: slots.binding() },
+                wgpu::BindGroupEntry { binding: 2, resource: read(a_window, &self.unused_read) },
+                wgpu::BindGroupEntry { binding: 3, resource: read(b_window, &self.unused_read) },
+                wgpu::BindGroupEntry { binding: 4, resource: wgpu::BindingResource::Buffer(c_window.binding) },
+                wgpu::BindGroupEntry { binding: 5, resource: read(bias_window, &self.unused_read) },
+                wgpu::BindGroupEntry {
+                    binding: 6,
+                    resource: match sample_window {
+                        Some(w) => wgpu::BindingResource::Buffer(w.binding),
+                        None => self.unused_write.as_entire_binding(),
+                    },
+                },
+                wgpu::BindGroupEntry { binding: 7, resource: read(order_window, &self.unused_read) },
+                wgpu::BindGroupEntry { binding: 8, resource: partials.as_ref().unwrap_or(&self.unused_partials).as_entire_binding() },
+            ],
+        });
+        let finish = partials.map(|partials| {
+            let quads = op.m * op.n.div_ceil(4);
+            (self.pipeline(ctx, tiling, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
+        });
+        Ok(GemmCall {
+            pipeline,
+            bind_group,
+            groups: if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits) },
+            finish,
+            slot_offsets: (0..slots.len()).map(|i| slots.offset(i)).collect(),
+            tiling,
+            splits,
+        })
+    }
+
+    /// Prepares `op` and records it as one compute pass of `encoder` (slot 0).
+    pub fn record(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder, op: &GemmOp) -> Result<(), GpuError> {
+        let call = self.prepare(ctx, op)?;
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("gemm"), timestamp_writes: None });
+        call.dispatch(&mut pass, 0);
+        Ok(())
+    }
+}

@@ -1,0 +1,332 @@
+//! Host side of `shaders/gemm.wgsl`: every matrix product of RBM training, on buffers that stay
+//! on the device.
+//!
+//! ```text
+//! C = alpha · op(A) · op(B) [+ C] [+ bias] [→ sigmoid]   and optionally   S = Bernoulli(C)
+//! ```
+//!
+//! Use: make one [`GemmKernels`] per device (it compiles each variant once, on first use),
+//! describe a product with a [`GemmOp`], and either
+//! - [`GemmKernels::record`] it into a `CommandEncoder` (one compute pass per call), or
+//! - [`GemmKernels::prepare`] it once into a [`GemmCall`] (uniforms and bind group built once)
+//!   and [`GemmCall::dispatch`] it into a compute pass as often as needed, with a
+//!   [`StepTable`] slot selecting the per-batch RNG step and batch start.
+//!
+//! Nothing here reads back or submits, except the [`gemm_gflops`] benchmark. The CPU reference
+//! mapping (row-major, W is `n_visible × n_hidden`):
+//!
+//! | `Backend` call | op |
+//! | --- | --- |
+//! | `visible_to_hidden` | `GemmOp::new(rows, nv, nh, v, W, h).bias(hb).activation(..)` |
+//! | `hidden_to_visible` | `GemmOp::new(rows, nh, nv, h, W, v).transpose_b().bias(vb)..` (W read as n × k) |
+//! | `accumulate_outer` | `GemmOp::new(nv, rows, nh, v, h, grad).transpose_a().alpha(scale).accumulate()` |
+//! | `bernoulli` after `visible_to_hidden` | `.sample(h_sample, stream)` |
+//!
+//! Kernel design (see the header of gemm.wgsl): workgroup-memory tiles, 4 × 4 or 8 × 8
+//! outputs per invocation held in vec4 registers, register double buffering of the global
+//! loads, and split k (a second, summing dispatch) for small outputs with long k. Measured on an
+//! NVIDIA H100 through Vulkan (release build, `throughput_table` in tests/gpu_kernels_gemm.rs):
+//! 8192³ 25 TFLOP/s (cuBLAS: 33.5), 192 × 4096 × 11008 18, 100 × 784 × 500 3.2 (≈ 25 µs a
+//! product, latency-bound), 784 × 100 × 500 (the gradient) 4.5. With the padded k-major tiles
+//! and split k for long-k mid-sized outputs (`deepbelief bench`, 2026-11-22): 192 × 11008 × 4096
+//! NN 19.9, NT (C = A·Bᵀ, 192 × 4096 output, k = 11008) 19.2 (was 9.0), TN 23.6.
+//!
+//! Sharing rules (WebGPU's): an op's output buffers (C, samples) must differ from each other and
+//! from every input buffer of the same op; `prepare` returns an error otherwise.
+
+mod kernels;
+mod throughput;
+
+pub use kernels::{GemmCall, GemmKernels};
+pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
+
+use super::buffers::StepTable;
+use crate::backend::Activation;
+use crate::rng::RngStream;
+
+/// Output tile per workgroup and outputs per invocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tiling {
+    /// 32 × 64 tile, 4 × 4 per invocation, 128 invocations, k step 16 (6 KiB of workgroup
+    /// memory): twice the workgroups of Medium, for GPUs where that beats split k.
+    Small,
+    /// 64 × 64 tile, 4 × 4 per invocation, 256 invocations, k step 16 (8 KiB): small and
+    /// mid-sized outputs, with split k.
+    Medium,
+    /// 128 × 128 tile, 8 × 8 per invocation, 256 invocations, k step 8 (8 KiB): the most
+    /// arithmetic per byte moved, for outputs with hundreds of tiles.
+    Large,
+    /// 64 × 128 tile, 4 × 8 per invocation, 256 invocations, k step 16 (12 KiB).
+    Wide,
+}
+
+/// Sizes behind a [`Tiling`]: tile `bm × bn` of C, k step `bk`, `tm × tn` outputs per invocation.
+#[derive(Clone, Copy, Debug)]
+pub struct TileDims {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+}
+
+impl Tiling {
+    pub const ALL: [Tiling; 4] = [Tiling::Small, Tiling::Medium, Tiling::Large, Tiling::Wide];
+
+    pub fn dims(self) -> TileDims {
+        match self {
+            Tiling::Small => TileDims { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4 },
+            Tiling::Medium => TileDims { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
+            Tiling::Large => TileDims { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
+            Tiling::Wide => TileDims { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
+        }
+    }
+
+    /// Number of output tiles for an `m × n` product.
+    pub fn tiles(self, m: u32, n: u32) -> u32 {
+        let d = self.dims();
+        m.div_ceil(d.bm) * n.div_ceil(d.bn)
+    }
+
+    /// The tiling for an `m × n` output, from measurements on an H100 (Vulkan, see the
+    /// module docs and `deepbelief bench --gemm-sweep`): Large when it has ≥ 256 tiles (8192³:
+    /// 25 TFLOP/s against Wide's 20 and Medium's 18), Wide when it has ≥ 96 (192 × 11008: 18
+    /// against Medium's 16 and Large's 12, whose 128-row tiles waste a third of 192 rows;
+    /// 192 × 4096 with k = 11008 split 8 ways: 20.0 against Medium's 18.9), else Medium with
+    /// split k.
+    pub fn auto(m: u32, n: u32) -> Tiling {
+        if Tiling::Large.tiles(m, n) >= 256 {
+            Tiling::Large
+        } else if Tiling::Wide.tiles(m, n) >= 96 {
+            Tiling::Wide
+        } else {
+            Tiling::Medium
+        }
+    }
+}
+
+/// Split-k factor for an `m × n × k` product: with 96–511 tiles and k ≥ 2048, enough splits
+/// (chunks of ≥ 1024) for about 1024 workgroups (H100: 192 × 11008 × 4096 NT from 12.7 to
+/// 19.2 TFLOP/s, 20.0 with Wide tiles and 8 splits); 1 for other outputs of ≥ 96 tiles; else
+/// one split per 4 k steps when that gives at least 4, at most 512 workgroups in all and 16
+/// splits. From `deepbelief bench --gemm-sweep` on an H100: 100 × 784 × 500 is best with 12
+/// splits (3.3 TFLOP/s; unsplit 0.9), 100 × 500 × 784 with 6–8 (3.3), while the gradient
+/// 784 × 200 × 500 is best unsplit (5.9 against 4.7 with 2 splits): the summing pass costs
+/// more than short k gains.
+pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
+    let tiles = tiling.tiles(m, n).max(1);
+    if tiles >= 96 {
+        // Mid-sized outputs with long k (the hidden → visible product of a wide layer,
+        // 192 × 4096 × 11008: 96 Wide tiles, under one wave of an H100's 132 SMs) still
+        // leave most of the GPU idle: split k into chunks of at least 1024 until about 1024
+        // workgroups are in flight.
+        if tiles >= 512 || k < 2048 {
+            return 1;
+        }
+        return 1024u32.div_ceil(tiles).min(k / 1024).clamp(1, 8);
+    }
+    let by_k = k / (4 * tiling.dims().bk);
+    if by_k < 4 {
+        return 1;
+    }
+    512u32.div_ceil(tiles).min(by_k).clamp(1, 16)
+}
+
+/// Element type of the A operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Element {
+    F32,
+    /// Bytes packed 4 per u32, value = byte / 255 (exactly `f32::from(b) / 255.0`).
+    U8,
+}
+
+/// A row-major matrix in a device buffer: element (r, c) is at `offset + r · ld + c`, counted in
+/// elements (in bytes for [`Element::U8`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MatRef<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+    pub ld: u32,
+}
+
+impl<'a> MatRef<'a> {
+    /// The matrix at the start of `buffer` with row stride `ld`.
+    pub fn new(buffer: &'a wgpu::Buffer, ld: u32) -> Self {
+        MatRef { buffer, offset: 0, ld }
+    }
+
+    /// The matrix starting at element `offset` of `buffer`.
+    pub fn at(buffer: &'a wgpu::Buffer, offset: u64, ld: u32) -> Self {
+        MatRef { buffer, offset, ld }
+    }
+}
+
+/// A vector in a device buffer, starting at element `offset`.
+#[derive(Clone, Copy, Debug)]
+pub struct VecRef<'a> {
+    pub buffer: &'a wgpu::Buffer,
+    pub offset: u64,
+}
+
+impl<'a> VecRef<'a> {
+    pub fn new(buffer: &'a wgpu::Buffer) -> Self {
+        VecRef { buffer, offset: 0 }
+    }
+}
+
+/// Row selection for A: stored row `s` of A is row `order[start + slot.row_shift + s]` of the
+/// matrix the [`MatRef`] describes (the shuffled batch; the data never moves).
+#[derive(Clone, Copy, Debug)]
+pub struct Gather<'a> {
+    /// u32 row indices.
+    pub order: &'a wgpu::Buffer,
+    pub start: u32,
+}
+
+/// Bernoulli samples of the epilogue's output: `out[r, j] = uniform(index_base + r·n + j) < C[r, j]`
+/// for the stream's key and purpose, and step `stream.step + slot.step`.
+#[derive(Clone, Copy, Debug)]
+pub struct SampleTo<'a> {
+    pub out: MatRef<'a>,
+    pub stream: RngStream,
+    pub index_base: u64,
+}
+
+/// One matrix product: `C = alpha · op(A) · op(B) [+ C if accumulate] [+ bias] → activation`,
+/// then optionally Bernoulli samples of C. `op(A)` is `m × k`, `op(B)` is `k × n`, C is `m × n`.
+#[derive(Clone, Copy, Debug)]
+pub struct GemmOp<'a> {
+    pub m: u32,
+    pub k: u32,
+    pub n: u32,
+    /// Stored `m × k`, or `k × m` when `a_transposed`.
+    pub a: MatRef<'a>,
+    pub a_element: Element,
+    pub a_transposed: bool,
+    pub a_gather: Option<Gather<'a>>,
+    /// Stored `k × n`, or `n × k` when `b_transposed`.
+    pub b: MatRef<'a>,
+    pub b_transposed: bool,
+    pub c: MatRef<'a>,
+    pub alpha: f32,
+    /// Add the product to C's current values (beta = 1) instead of overwriting them.
+    pub accumulate: bool,
+    /// `n` values added per column.
+    pub bias: Option<VecRef<'a>>,
+    pub activation: Activation,
+    pub sample: Option<SampleTo<'a>>,
+    /// `None`: [`Tiling::auto`].
+    pub tiling: Option<Tiling>,
+    /// Split-k factor (k cut into this many ranges, summed by a second dispatch); `None`:
+    /// [`auto_splits`].
+    pub split_k: Option<u32>,
+    /// Per-batch slots for [`GemmCall::dispatch`]; `None`: a single zero slot.
+    pub slots: Option<&'a StepTable>,
+}
+
+impl<'a> GemmOp<'a> {
+    /// `C = A · B` with A `m × k`, B `k × n`, C `m × n`, all packed (ld = number of columns).
+    pub fn new(m: u32, k: u32, n: u32, a: &'a wgpu::Buffer, b: &'a wgpu::Buffer, c: &'a wgpu::Buffer) -> Self {
+        GemmOp {
+            m,
+            k,
+            n,
+            a: MatRef::new(a, k),
+            a_element: Element::F32,
+            a_transposed: false,
+            a_gather: None,
+            b: MatRef::new(b, n),
+            b_transposed: false,
+            c: MatRef::new(c, n),
+            alpha: 1.0,
+            accumulate: false,
+            bias: None,
+            activation: Activation::Linear,
+            sample: None,
+            tiling: None,
+            split_k: None,
+            slots: None,
+        }
+    }
+
+    /// A is stored `k × m` (packed: ld = m); op(A) = Aᵀ.
+    pub fn transpose_a(mut self) -> Self {
+        self.a_transposed = true;
+        self.a.ld = self.m;
+        self
+    }
+
+    /// B is stored `n × k` (packed: ld = k); op(B) = Bᵀ.
+    pub fn transpose_b(mut self) -> Self {
+        self.b_transposed = true;
+        self.b.ld = self.k;
+        self
+    }
+
+    /// A holds u8 values packed 4 per u32 (value = byte / 255); offsets and ld in bytes.
+    pub fn u8_a(mut self) -> Self {
+        self.a_element = Element::U8;
+        self
+    }
+
+    pub fn gather_a(mut self, order: &'a wgpu::Buffer, start: u32) -> Self {
+        self.a_gather = Some(Gather { order, start });
+        self
+    }
+
+    pub fn with_a(mut self, a: MatRef<'a>) -> Self {
+        self.a = a;
+        self
+    }
+
+    pub fn with_b(mut self, b: MatRef<'a>) -> Self {
+        self.b = b;
+        self
+    }
+
+    pub fn with_c(mut self, c: MatRef<'a>) -> Self {
+        self.c = c;
+        self
+    }
+
+    pub fn alpha(mut self, alpha: f32) -> Self {
+        self.alpha = alpha;
+        self
+    }
+
+    pub fn accumulate(mut self) -> Self {
+        self.accumulate = true;
+        self
+    }
+
+    pub fn bias(mut self, bias: &'a wgpu::Buffer) -> Self {
+        self.bias = Some(VecRef::new(bias));
+        self
+    }
+
+    pub fn activation(mut self, activation: Activation) -> Self {
+        self.activation = activation;
+        self
+    }
+
+    /// Bernoulli samples of C into `out` (packed `m × n`), stream indices `r · n + j`.
+    pub fn sample(mut self, out: &'a wgpu::Buffer, stream: RngStream) -> Self {
+        self.sample = Some(SampleTo { out: MatRef::new(out, self.n), stream, index_base: 0 });
+        self
+    }
+
+    pub fn tiling(mut self, tiling: Tiling) -> Self {
+        self.tiling = Some(tiling);
+        self
+    }
+
+    pub fn split_k(mut self, splits: u32) -> Self {
+        self.split_k = Some(splits);
+        self
+    }
+
+    pub fn slots(mut self, slots: &'a StepTable) -> Self {
+        self.slots = Some(slots);
+        self
+    }
+}
