@@ -3,12 +3,18 @@
 // training subset, measured in one run on this machine for
 //   - the native CLI (`deepbelief bench --json`, the gemm crate on rayon threads),
 //   - the threaded wasm build in headless Chromium (www/bench.html, cross-origin isolated),
+//   - the WebGPU path in the same headless Chromium (www/bench.html?backend=webgpu): on a
+//     machine without a GPU that is SwiftShader, software Vulkan on the CPU, so its figure
+//     (a smaller 784-100 RBM over --webgpu-cases cases) only tracks regressions,
 //   - the same loop in NumPy float32 (bench/numpy_rbm.py), and
 //   - scikit-learn's BernoulliRBM, one iteration (bench/sklearn_rbm.py).
 // Progress goes to stderr; stdout gets one JSON object (the last line).
 //
-// usage: node bench/run.mjs [--repeats N] [--only native,wasm,numpy,sklearn] [--no-build]
+// usage: node bench/run.mjs [--repeats N] [--only native,wasm,webgpu,numpy,sklearn] [--no-build]
+//                           [--webgpu-cases N] [--webgpu-hidden N] [--webgpu-repeats N]
 //   --no-build  use target/release and www/pkg-mt as they are (no cargo / wasm-pack).
+//   --webgpu-*  the WebGPU run's size: cases (default 1000, the MNIST file tiled or cut to
+//               that many), hidden units (100; batch 100) and timed epochs after the warm-up (1).
 // The native figure comes from `deepbelief bench --json --repeats N --images IMAGES`, which
 // prints `deepbelief::bench::BenchReport` as JSON.
 // Environment: CHROMIUM (default /usr/bin/chromium), DEEPBELIEF_DATA (the IDX images,
@@ -28,16 +34,32 @@ const CHROMIUM_ARGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage',
 ];
 
+const USAGE = 'usage: node bench/run.mjs [--repeats N] [--only native,wasm,webgpu,numpy,sklearn] [--no-build] [--webgpu-cases N] [--webgpu-hidden N] [--webgpu-repeats N]';
+const KINDS = ['native', 'wasm', 'webgpu', 'numpy', 'sklearn'];
+
 function parseArgs(argv) {
-  const opts = { repeats: 3, only: new Set(['native', 'wasm', 'numpy', 'sklearn']), build: true };
+  // SwiftShader trained ~85 cases/s of a 784-100 RBM on two busy cores: 1,000 cases and one
+  // timed epoch keep the WebGPU page (compilation, warm-up, epoch, GEMM kernels) near a minute.
+  const opts = { repeats: 3, only: new Set(KINDS), build: true, webgpu: { cases: 1000, hidden: 100, batch: 100, repeats: 1 } };
+  const count = (flag, text) => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, not ${text}`);
+    return n;
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const value = () => inline ?? argv[++i];
     if (flag === '--repeats') opts.repeats = Math.max(1, Number(value()) || 3);
-    else if (flag === '--only') opts.only = new Set(value().split(','));
-    else if (flag === '--no-build') opts.build = false;
+    else if (flag === '--only') {
+      opts.only = new Set(value().split(','));
+      const unknown = [...opts.only].filter((k) => !KINDS.includes(k));
+      if (unknown.length) throw new Error(`--only: unknown ${unknown.join(', ')} (choose from ${KINDS.join(', ')})`);
+    } else if (flag === '--no-build') opts.build = false;
+    else if (flag === '--webgpu-cases') opts.webgpu.cases = count(flag, value());
+    else if (flag === '--webgpu-hidden') opts.webgpu.hidden = count(flag, value());
+    else if (flag === '--webgpu-repeats') opts.webgpu.repeats = count(flag, value());
     else if (flag === '-h' || flag === '--help') {
-      console.error('usage: node bench/run.mjs [--repeats N] [--only native,wasm,numpy,sklearn] [--no-build]');
+      console.error(USAGE);
       process.exit(0);
     } else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -80,10 +102,10 @@ function python(script, repeats) {
   return lastJson(out.stdout, script);
 }
 
-/** The release CLI and, when the page is measured, the threaded wasm package. */
-async function build(withWasm) {
+/** The release CLI when it is measured and, when the page is, the threaded wasm package. */
+async function build(withNative, withWasm) {
   log('\n==> Building');
-  runCapture('cargo', ['build', '--release', '--bin', 'deepbelief']);
+  if (withNative) runCapture('cargo', ['build', '--release', '--bin', 'deepbelief']);
   if (!withWasm) return;
   const { bootstrap } = await import('../scripts/lib/bootstrap.mjs');
   const { buildWasm } = await import('../scripts/lib/build.mjs');
@@ -107,21 +129,20 @@ function native(repeats) {
   return lastJson(out.stdout, 'deepbelief bench');
 }
 
-async function wasm(repeats) {
-  log('\n==> Threaded wasm in headless Chromium');
+/** Opens www/bench.html?QUERY in headless Chromium (cross-origin isolated) and returns its report. */
+async function benchPage(query, extraArgs = []) {
   const { startServer } = await import('../scripts/serve.mjs');
   const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: [...CHROMIUM_ARGS, ...extraArgs] });
   const server = await startServer({ root: join(ROOT, 'www'), port: 0, isolate: true });
   try {
     const page = await browser.newPage();
     page.on('console', (m) => log(`[page ${m.type()}] ${m.text()}`));
     page.on('pageerror', (e) => log(`[page error] ${e.message}`));
-    await page.goto(`${server.url}bench.html?repeats=${repeats}`);
+    await page.goto(`${server.url}bench.html?${query}`);
     await page.waitForFunction(() => document.body.dataset.done === '1', null, { timeout: 15 * 60_000, polling: 500 });
     const report = JSON.parse(await page.textContent('#result'));
-    if (report.error) throw new Error(`bench.html: ${report.error}`);
-    if (!report.isolated || report.threads < 2) log(`warning: the page ran with ${report.threads} thread(s), isolated=${report.isolated}`);
+    if (report.error) throw new Error(`bench.html?${query}: ${report.error}`);
     return report;
   } finally {
     await server.close();
@@ -129,12 +150,48 @@ async function wasm(repeats) {
   }
 }
 
+async function wasm(repeats) {
+  log('\n==> Threaded wasm in headless Chromium');
+  const report = await benchPage(`repeats=${repeats}`);
+  if (!report.isolated || report.threads < 2) log(`warning: the page ran with ${report.threads} thread(s), isolated=${report.isolated}`);
+  return report;
+}
+
+async function webgpu({ cases, hidden, batch, repeats }) {
+  log('\n==> WebGPU in headless Chromium (SwiftShader without a GPU: for regression tracking only)');
+  // Headless Chromium exposes WebGPU only with this flag; the wasm run keeps its own flags.
+  const started = performance.now();
+  const report = await benchPage(`backend=webgpu&cases=${cases}&hidden=${hidden}&batch=${batch}&repeats=${repeats}`, ['--enable-unsafe-webgpu']);
+  return { ...report, wall_s: (performance.now() - started) / 1000 };
+}
+
+/** The WebGPU run as the summary reports it: epoch time, throughput and the GEMM kernels' GFLOP/s. */
+function webgpuSummary(report) {
+  if (!report) return null;
+  return {
+    adapter: report.adapter?.name || null,
+    software_adapter: /swiftshader/i.test(report.adapter?.name || '') || report.adapter_info?.is_fallback_adapter === true,
+    epoch_s: report.gpu_epoch_s,
+    epoch_runs_s: report.mnist.epoch_runs_s,
+    cases_per_s: +report.cases_per_s.toFixed(1),
+    epoch_gflops: +report.mnist.gflops.toFixed(3),
+    gemm_gflops: report.gemm.map((g) => ({ role: g.role, variant: g.variant, m: g.m, k: g.k, n: g.n, gflops: +g.gflops.toFixed(3) })),
+    cases: report.mnist.cases,
+    n_visible: report.mnist.n_visible,
+    n_hidden: report.mnist.n_hidden,
+    batch_size: report.mnist.batch_size,
+    // The whole page: browser start, pipeline compilation, warm-up epoch, epochs and GEMMs.
+    wall_s: +report.wall_s.toFixed(1),
+    note: 'software WebGPU on the CPU: for regression tracking only, not a GPU speed',
+  };
+}
+
 const ratio = (a, b) => (a != null && b != null ? +(a / b).toFixed(4) : null);
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (!existsSync(DATA)) throw new Error(`${DATA} is missing (set DEEPBELIEF_DATA to the IDX images)`);
-  if (opts.build) await build(opts.only.has('wasm'));
+  if (opts.build) await build(opts.only.has('native'), opts.only.has('wasm') || opts.only.has('webgpu'));
   if (opts.only.has('numpy') || opts.only.has('sklearn')) ensureVenv();
   const runs = {};
   const loadBefore = loadavg()[0];
@@ -144,6 +201,7 @@ async function main() {
   if (opts.only.has('numpy')) runs.numpy = python('numpy_rbm.py', opts.repeats);
   if (opts.only.has('sklearn')) runs.sklearn = python('sklearn_rbm.py', opts.repeats);
   if (opts.only.has('wasm')) runs.wasm = await wasm(opts.repeats);
+  if (opts.only.has('webgpu')) runs.webgpu = await webgpu(opts.webgpu);
   for (const [name, report] of Object.entries(runs)) log(`\n${name}: ${JSON.stringify(report)}`);
 
   const cpu = runs.native?.cpu_epoch_s ?? null;
@@ -163,6 +221,7 @@ async function main() {
     threads_native: runs.native?.threads ?? null,
     threads_wasm: runs.wasm?.threads ?? null,
     threads_numpy: runs.numpy?.threads ?? null,
+    webgpu: webgpuSummary(runs.webgpu),
     cases: runs.native?.cases ?? runs.numpy?.cases ?? null,
     cpus: availableParallelism(),
     load_average_1m: [+loadBefore.toFixed(2), +loadavg()[0].toFixed(2)],
