@@ -16,8 +16,9 @@
 //
 // Entry points:
 //   ais_next_step  (one invocation) counter[0] += 1.
-//   ais_hidden     one workgroup per run r (256 threads; terms t, t + 256, .. then a fixed
-//                  tree): log weight += Δβ_k·Σ_i v_i·(b_B − b_A)_i
+//   ais_hidden     one workgroup per run r (WG threads, a power of two from 32 to 256 set by
+//                  the host from the layer's width, prepended as a constant; terms t, t + WG,
+//                  .. then a fixed tree): log weight += Δβ_k·Σ_i v_i·(b_B − b_A)_i
 //                                      + Σ_j softplus(β_k·x_j) − softplus(β_{k−1}·x_j);
 //                  then, unless k = params.last, h_j = [u < σ(β_k·x_j)].
 //   ais_visible    one invocation per element: v = [u < σ((1 − β_k)·b_A_i + β_k·a)], with
@@ -33,7 +34,6 @@ struct Params {
     _pad: vec2<u32>,
 }
 
-const WG: u32 = 256u;
 const GIBBS_HIDDEN: u32 = 3u;
 const GIBBS_VISIBLE: u32 = 4u;
 
@@ -50,7 +50,7 @@ const GIBBS_VISIBLE: u32 = 4u;
 @group(0) @binding(6) var<storage, read_write> samples: array<f32>;
 @group(0) @binding(7) var<storage, read_write> log_weights: array<f32>;
 
-var<workgroup> scratch: array<vec2<f32>, 256>;
+var<workgroup> scratch: array<vec2<f32>, WG>;
 
 fn softplus(x: f32) -> f32 {
     let y = exp(-abs(x));
@@ -75,7 +75,7 @@ fn ais_next_step() {
     }
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(WG)
 fn ais_hidden(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
     let r = wid.x + wid.y * nwg.x;
     let k = counter[0];
@@ -119,7 +119,7 @@ fn ais_hidden(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
 
 @compute @workgroup_size(256)
 fn ais_visible(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let e = gid.x + gid.y * nwg.x * WG;
+    let e = gid.x + gid.y * nwg.x * 256u;
     let nv = params.n_visible;
     if (e >= params.runs * nv) {
         return;

@@ -243,11 +243,12 @@ pub async fn chains_match_cpu(ctx: &GpuContext, dbn: &deepbelief::model::Dbn, st
 pub async fn ais_matches_cpu_run_for_run(ctx: &GpuContext, rbm: &Rbm, data: &Dataset, runs: usize, steps: usize, tolerance: f64) -> Outcome {
     use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, AisConfig, AisSchedule};
     let base = base_rate_visible_bias(&data.input_means());
+    let kernels = deepbelief::gpu::ais::AisKernels::new(ctx);
     let mut report = Vec::new();
     for (schedule, seed) in [(AisSchedule::Linear, 3u64), (AisSchedule::Paper, 4)] {
         let config = AisConfig { runs, betas: steps, schedule, seed };
         let c = ais_log_partition(&CpuBackend, rbm, &base, &config).map_err(|e| e.to_string())?;
-        let g = gpu(deepbelief::gpu::ais::ais_log_partition(ctx, rbm, &base, &config).await)?;
+        let g = gpu(kernels.log_partition(ctx, rbm, &base, &config).await)?;
         let (z, sd) = (relative(g.log_z, c.log_z), relative(g.log_weights_std, c.log_weights_std));
         ensure!(z <= tolerance && sd <= 10.0 * tolerance, "{schedule:?}: log Z gpu {} cpu {} (relative {z:e}); log-weight sd gpu {} cpu {} (relative {sd:e})", g.log_z, c.log_z, g.log_weights_std, c.log_weights_std);
         ensure!(c.log_weights_std > 1e-3, "{schedule:?}: the runs do not vary (sd {})", c.log_weights_std);
@@ -266,10 +267,11 @@ pub async fn ais_matches_exact_log_z(ctx: &GpuContext, rbm: &Rbm, data: &Dataset
     use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, exact_log_partition, AisConfig, AisSchedule};
     let exact = exact_log_partition(rbm).map_err(|e| e.to_string())?;
     let base = base_rate_visible_bias(&data.input_means());
+    let kernels = deepbelief::gpu::ais::AisKernels::new(ctx);
     let mut report = Vec::new();
     for (schedule, seed) in [(AisSchedule::Linear, 11u64), (AisSchedule::Paper, 12)] {
         let config = AisConfig { runs, betas: steps, schedule, seed };
-        let g = gpu(deepbelief::gpu::ais::ais_log_partition(ctx, rbm, &base, &config).await)?;
+        let g = gpu(kernels.log_partition(ctx, rbm, &base, &config).await)?;
         let c = ais_log_partition(&CpuBackend, rbm, &base, &config).map_err(|e| e.to_string())?;
         let (g_err, c_err) = (g.log_z - exact, c.log_z - exact);
         ensure!(g_err.abs() <= tolerance, "{schedule:?}: GPU log Z {} vs exact {exact} (error {g_err:+.4} > {tolerance})", g.log_z);
