@@ -177,21 +177,12 @@ pub(crate) fn window<'a>(ctx: &GpuContext, buffer: &'a wgpu::Buffer, offset: u64
 /// A device with the adapter's own limits instead of WebGPU's defaults (e.g. storage bindings
 /// over 128 MiB for an 8192² f32 matrix). For benchmarks; the page keeps the defaults.
 pub async fn context_with_adapter_limits() -> Result<GpuContext, GpuError> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapter = instance
-        .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
-        .await
-        .map_err(|e| GpuError(format!("no GPU adapter available ({e})")))?;
-    let adapter_info = adapter.get_info();
-    let (device, queue) = adapter
-        .request_device(&wgpu::DeviceDescriptor {
-            label: Some("deepbelief (adapter limits)"),
-            required_limits: adapter.limits(),
-            // Timestamps let `deepbelief bench --profile` see each dispatch; only where offered.
-            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
-    Ok(GpuContext::from_parts(device, queue, adapter_info))
+    GpuContext::with(|adapter| wgpu::DeviceDescriptor {
+        label: Some("deepbelief (adapter limits)"),
+        required_limits: adapter.limits(),
+        // Timestamps let `deepbelief bench --profile` see each dispatch; only where offered.
+        required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
+        ..Default::default()
+    })
+    .await
 }

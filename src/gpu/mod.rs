@@ -72,16 +72,18 @@ impl GpuContext {
     /// adapter offers for buffer sizes only (large layers need more than 128 MiB in one binding).
     /// Natively the backend can be pinned with `WGPU_BACKEND` (CI pins Vulkan on Mesa lavapipe).
     pub async fn new() -> Result<Self, GpuError> {
+        Self::with(|adapter| wgpu::DeviceDescriptor { label: Some("deepbelief"), required_limits: buffer_limits(&adapter.limits()), ..Default::default() }).await
+    }
+
+    /// The high-performance adapter's device, as `describe` asks for it given the adapter.
+    pub async fn with(describe: impl FnOnce(&wgpu::Adapter) -> wgpu::DeviceDescriptor<'static>) -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions { power_preference: wgpu::PowerPreference::HighPerformance, ..Default::default() })
             .await
             .map_err(|e| GpuError(format!("no GPU adapter available ({e})")))?;
         let adapter_info = adapter.get_info();
-        let (device, queue) = adapter
-            .request_device(&wgpu::DeviceDescriptor { label: Some("deepbelief"), required_limits: buffer_limits(&adapter.limits()), ..Default::default() })
-            .await
-            .map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
+        let (device, queue) = adapter.request_device(&describe(&adapter)).await.map_err(|e| GpuError(format!("the adapter {} refused a device ({e})", adapter_info.name)))?;
         Ok(GpuContext::from_parts(device, queue, adapter_info))
     }
 
