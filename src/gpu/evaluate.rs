@@ -233,7 +233,7 @@ impl EvalKernels {
 
     /// `eval::reconstruction_errors` on the device.
     pub async fn reconstruction_errors(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset, max_cases: usize) -> Result<ReconstructionErrors, GpuError> {
-        let (nv, nh) = check_shapes(rbm, data)?;
+        let (nv, nh) = check_shapes(ctx, rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
         let chunk = chunk_cases(nv, nh).min(n.max(1));
         let f = |label: &str, len: usize| buffers::zeros_f32(ctx, label, len);
@@ -266,7 +266,7 @@ impl EvalKernels {
     /// `eval::mean_free_energy` on the device; with `binarize`, of the data set at 0.5 first
     /// (as `deepbelief eval --binarize`).
     pub async fn mean_free_energy(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset, max_cases: usize, binarize: bool) -> Result<f64, GpuError> {
-        let (nv, nh) = check_shapes(rbm, data)?;
+        let (nv, nh) = check_shapes(ctx, rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
         let chunk = chunk_cases(nv, nh).min(n.max(1));
         let (v, x) = (buffers::zeros_f32(ctx, "eval_v", chunk * nv), buffers::zeros_f32(ctx, "eval_x", chunk * nh));
@@ -296,7 +296,7 @@ impl EvalKernels {
         if rbm.visible_units != VisibleUnits::Bernoulli {
             return Err(GpuError("the pseudo-log-likelihood is defined only for binary (Bernoulli) visible units".into()));
         }
-        let (nv, nh) = check_shapes(rbm, data)?;
+        let (nv, nh) = check_shapes(ctx, rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
         // One draw per case in case order, as the CPU's batches make them.
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -324,7 +324,7 @@ impl EvalKernels {
     /// `eval::hidden_unit_statistics` on the device: two passes over the cases (sums, then
     /// central moments about the mean), the hidden probabilities recomputed in the second.
     pub async fn hidden_unit_statistics(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset, max_cases: usize) -> Result<Vec<UnitStats>, GpuError> {
-        let (nv, nh) = check_shapes(rbm, data)?;
+        let (nv, nh) = check_shapes(ctx, rbm, data)?;
         let (index, n) = case_index(ctx, data, max_cases);
         if n == 0 {
             return Ok(vec![UnitStats { mean_activation: f64::NAN, standard_deviation: f64::NAN, skewness: 0.0 }; nh]);
@@ -360,9 +360,10 @@ impl EvalKernels {
     }
 
     /// `train::greedy::propagate_dataset` on the device: the hidden probabilities of every
-    /// case, as an f32 data set that stays on the device (`download` it if needed).
+    /// case, as an f32 data set that stays on the device (`download` it if needed). The
+    /// products bind one chunk of the data at a time, so the data set may exceed one binding.
     pub fn propagate(&self, ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset) -> Result<GpuDataset, GpuError> {
-        let (nv, nh) = check_shapes(rbm, data)?;
+        let (nv, nh) = check_shape(rbm, data)?;
         let bytes = 4 * (data.n_cases * nh) as u64;
         check_buffer_size(ctx, bytes, "the propagated data")?;
         let out = buffers::zeros(ctx, "propagated", bytes);
@@ -383,9 +384,23 @@ impl EvalKernels {
     }
 }
 
-fn check_shapes(rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuError> {
+fn check_shape(rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuError> {
     if data.n_inputs != rbm.n_visible {
         return Err(GpuError(format!("data of {} inputs for a model with {} visible units", data.n_inputs, rbm.n_visible)));
+    }
+    Ok((rbm.n_visible, rbm.n_hidden))
+}
+
+/// Checks that the data fit the model, and that the kernels can bind the whole data set and
+/// weight matrix (a chunk's cases may lie anywhere in the data), with an error that says so
+/// rather than a device validation failure.
+fn check_shapes(ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuError> {
+    check_shape(rbm, data)?;
+    let limit = ctx.device.limits().max_storage_buffer_binding_size;
+    for (buffer, what) in [(&data.values, "the data set"), (&rbm.weights, "the weight matrix")] {
+        if buffer.size() > limit {
+            return Err(GpuError(format!("{what} takes {} bytes, over this device's storage binding limit of {limit} bytes", buffer.size())));
+        }
     }
     Ok((rbm.n_visible, rbm.n_hidden))
 }
