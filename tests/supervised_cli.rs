@@ -159,3 +159,26 @@ fn test_needs_a_supervised_model_and_labels() {
     let stderr = run_fails(&["test", "--model", out.to_str().unwrap(), "--test-images", images]);
     assert!(stderr.contains("no supervised layers"), "{stderr}");
 }
+
+#[test]
+fn supervised_settings_come_from_the_toml_file_and_flags_override_them() {
+    let dir = temp_dir("supervised-toml");
+    let (images, labels) = (small_images().to_str().unwrap(), small_labels().to_str().unwrap());
+    let config = dir.join("train.toml");
+    std::fs::write(
+        &config,
+        format!("layers = [20]\n\n[data]\ntrain_images = {images:?}\ntrain_labels = {labels:?}\n\n[rbm]\nepochs = 2\ninit_trials = 2\n\n[supervised]\nhidden = [7]\noptimizer = \"sgd\"\nmax_iterations = 3\nlearning_rate = 0.2\n"),
+    )
+    .unwrap();
+    let out = dir.join("model");
+    let figures = last_json(&run_ok(&["train", "--config", config.to_str().unwrap(), "--supervised-max-iters", "4", "--out", out.to_str().unwrap(), "--json"]));
+    assert_eq!(figures["supervised"]["outcome"]["supervised"]["iterations"], 4, "the flag wins: {figures}");
+    let saved = read_model(&out).unwrap().supervised.unwrap();
+    assert_eq!(saved.network.sizes(), vec![20, 7, 10]);
+    assert_eq!(saved.config.optimizer, deepbelief::supervised::Optimizer::Sgd);
+    assert_eq!(saved.config.learning_rate, 0.2);
+
+    std::fs::write(&config, format!("layers = [20]\n[data]\ntrain_images = {images:?}\n[supervised]\ndropout = 0.5\n")).unwrap();
+    let stderr = run_fails(&["train", "--config", config.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert!(stderr.contains("dropout"), "unknown keys are named: {stderr}");
+}
