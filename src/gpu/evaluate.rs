@@ -11,7 +11,10 @@
 //! so only a few scalars come back (the unit statistics: three per hidden unit).
 //!
 //! Agreement with the CPU (which sums in f64): ~1e-6 relative for the sums (f32 terms, fixed
-//! tree order), the GEMMs' f32 rounding in the linear parts. The pseudo-log-likelihood draws its
+//! tree order), the GEMMs' f32 rounding in the linear parts. Measured on lavapipe
+//! (tests/gpu_eval.rs, 2000 MNIST digits, 784 × 200): MSE, cross-entropy, free energy and
+//! pseudo-log-likelihood within 1.3e-7 relative; unit means 6.4e-7 and deviations 4e-8
+//! absolute, skewness 5e-5 relative; propagated probabilities 3.6e-7 absolute. The pseudo-log-likelihood draws its
 //! flipped units from the CPU's ChaCha stream (host side: one index per case), so both score
 //! the same flips; the GPU sums the free-energy difference term by term (see the shader
 //! header), which is closer to the exact value than the CPU's difference of two f32 GEMMs.
