@@ -4,7 +4,7 @@
 //! tolerance.
 
 use super::conjugate_gradient::{self, CgSettings, CgStop, Objective};
-use super::criterion::{criterion, criterion_and_gradient, Cases};
+use super::criterion::{criterion, criterion_and_gradient, layer_offsets, penalty_term, Cases};
 use super::dropout::{dropout_criterion_and_gradient, DropoutRates};
 use super::network::Network;
 use super::SupervisedError;
@@ -147,13 +147,16 @@ fn sgd(
     let n_cases = cases.n_cases();
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let mut order: Vec<usize> = (0..n_cases).collect();
-    let mut params = net.to_params();
-    let mut last_good = params.clone();
-    let mut velocity = vec![0.0f32; params.len()];
-    let mut gradient = vec![0.0f32; params.len()];
+    let mut last_good = net.clone();
+    let mut velocity = vec![0.0f32; net.n_params()];
+    let mut gradient = vec![0.0f32; net.n_params()];
+    let offsets = layer_offsets(net);
     let (mut inputs, mut targets) = (Vec::new(), Vec::new());
     let mut previous: Option<f64> = None;
     let (lr, mu) = (settings.learning_rate as f32, settings.momentum as f32);
+    // The penalty's gradient 2·PenFac·w/n_weights is folded into the update (weights only),
+    // and its value added once per epoch: two fewer passes over the parameters per batch.
+    let decay = (2.0 * penalty / net.n_weights().max(1) as f64) as f32;
     for epoch in 1..=settings.epochs {
         order.shuffle(&mut rng);
         let mut sum = 0.0;
@@ -168,22 +171,30 @@ fn sgd(
             }
             let batch_cases = Cases { inputs: &inputs, targets: &targets, ..cases };
             sum += if settings.dropout.is_active() {
-                dropout_criterion_and_gradient(net, backend, batch_cases, penalty, settings.dropout, &mut rng, &mut gradient)
+                dropout_criterion_and_gradient(net, backend, batch_cases, 0.0, settings.dropout, &mut rng, &mut gradient)
             } else {
-                criterion_and_gradient(net, backend, batch_cases, penalty, &mut gradient)
+                criterion_and_gradient(net, backend, batch_cases, 0.0, &mut gradient)
             };
-            for ((p, v), g) in params.iter_mut().zip(&mut velocity).zip(&gradient) {
-                *v = mu * *v - lr * g;
-                *p += *v;
+            for (layer, &offset) in net.layers.iter_mut().zip(&offsets) {
+                let n_weights = layer.weights.len();
+                let (v_weights, v_bias) = velocity[offset..offset + layer.n_params()].split_at_mut(n_weights);
+                let (g_weights, g_bias) = gradient[offset..offset + layer.n_params()].split_at(n_weights);
+                for ((w, v), g) in layer.weights.iter_mut().zip(v_weights).zip(g_weights) {
+                    *v = mu * *v - lr * (g + decay * *w);
+                    *w += *v;
+                }
+                for ((b, v), g) in layer.bias.iter_mut().zip(v_bias).zip(g_bias) {
+                    *v = mu * *v - lr * g;
+                    *b += *v;
+                }
             }
-            net.set_params(&params);
         }
-        let value = sum / n_batches as f64;
+        let value = sum / n_batches as f64 + penalty_term(net, penalty);
         if !value.is_finite() || !net.is_finite() {
-            net.set_params(&last_good);
+            *net = last_good;
             return Err(SupervisedError::NonFinite { stage, iteration: epoch });
         }
-        last_good.copy_from_slice(&params);
+        last_good.clone_from(net);
         if !on_iteration(epoch, value) {
             return Ok((epoch, StopKind::Cancelled, criterion(net, backend, cases, penalty)));
         }
