@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! `CdTrainer::checkpoint` / `resume`: a trainer resumed from a checkpoint continues bit for bit
 //! as the original would, for CD with the adaptive schedule and for PCD; a checkpoint that does
 //! not fit the settings is refused by name.
