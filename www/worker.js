@@ -53,13 +53,22 @@ async function loadDefaultData() {
   post('data', { summary, preview: playground.data_preview(100, 20) });
 }
 
-// Posts one epoch: the report, the first-layer filters and a few more Gibbs steps.
-function postEpoch(event, state, config) {
+// Posts one epoch: the report, the first-layer filters and a few more Gibbs steps (on the
+// WebGPU device while training runs there, else on the CPU).
+async function postEpoch(event, state, config) {
   if (!state.chainsStarted) {
     playground.start_chains(10, true, BigInt(config.rbm.seed));
     state.chainsStarted = true;
   }
-  const samples = playground.advance_chains(20, 10);
+  let samples = null;
+  if (state.useGpu) {
+    try {
+      samples = await playground.gpu_advance_chains(20, 10);
+    } catch (error) {
+      post('notice', { message: `Gibbs sampling on WebGPU failed (${String(error.message || error)}); sampling on the CPU` });
+    }
+  }
+  if (!samples) samples = playground.advance_chains(20, 10);
   post('epoch', { layer: event.layer, report: event.report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
 }
 
@@ -99,7 +108,7 @@ async function trainLayerOnGpu(state, config) {
       post('backend', { backend: 'cpu', reason: 'WebGPU failed' });
       return;
     }
-    postEpoch(event, state, config);
+    await postEpoch(event, state, config);
     gpuEpochsDone += 1;
     if (gpuEpochsDone === simulateGpuLossAfter) playground.gpu_simulate_loss();
     await yieldToEvents();
@@ -127,7 +136,7 @@ async function train(config, backend) {
     if (stopRequested) playground.cancel();
     const event = playground.step();
     if (event.event === 'epoch') {
-      postEpoch(event, state, config);
+      await postEpoch(event, state, config);
     } else {
       post(event.event, event);
       if (event.event === 'layer_started' && state.useGpu) await trainLayerOnGpu(state, config);

@@ -146,6 +146,20 @@ impl GpuChains {
         Ok(GpuChains { n_chains, layers, gemm, state, expectations, _hidden: hidden, hidden_sample, table, calls, steps_done: 0, steps_per_submit })
     }
 
+    /// Layers of the model the chains sample from.
+    pub fn n_layers(&self) -> usize {
+        self.layers.len()
+    }
+
+    /// Samples from `dbn` from now on: the same architecture with new parameters (the model in
+    /// training, after another epoch). The chains keep their state.
+    pub fn set_model(&self, ctx: &GpuContext, dbn: &Dbn) -> Result<(), GpuError> {
+        if dbn.layers.len() != self.layers.len() {
+            return Err(GpuError(format!("a model of {} layers does not fit chains of {}", dbn.layers.len(), self.layers.len())));
+        }
+        self.layers.iter().zip(&dbn.layers).try_for_each(|(on_device, rbm)| on_device.write(ctx, rbm))
+    }
+
     /// `steps` Gibbs steps in the top RBM (`GenerativeChains::advance`).
     pub fn advance(&mut self, ctx: &GpuContext, steps: usize) {
         let state_bytes = self.state.size().min(self.expectations.size());

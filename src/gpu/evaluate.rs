@@ -83,6 +83,18 @@ impl GpuRbm {
         }
     }
 
+    /// Overwrites the parameters with those of `rbm`, which must have the same shape (a model
+    /// that trained on: the chains sampling from it follow without new buffers).
+    pub fn write(&self, ctx: &GpuContext, rbm: &Rbm) -> Result<(), GpuError> {
+        if (rbm.n_visible, rbm.n_hidden, rbm.visible_units) != (self.n_visible, self.n_hidden, self.visible_units) {
+            return Err(GpuError(format!("a {} × {} RBM does not fit the {} × {} one on the device", rbm.n_visible, rbm.n_hidden, self.n_visible, self.n_hidden)));
+        }
+        ctx.queue.write_buffer(&self.weights, 0, bytemuck::cast_slice(&rbm.weights));
+        ctx.queue.write_buffer(&self.visible_bias, 0, bytemuck::cast_slice(&rbm.visible_bias));
+        ctx.queue.write_buffer(&self.hidden_bias, 0, bytemuck::cast_slice(&rbm.hidden_bias));
+        Ok(())
+    }
+
     pub fn visible_activation(&self) -> Activation {
         match self.visible_units {
             VisibleUnits::Bernoulli => Activation::Sigmoid,

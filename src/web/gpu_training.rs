@@ -5,6 +5,7 @@
 //! page's sizes): the filters are drawn from it and, if the device is lost, the CPU resumes from
 //! it exactly (same momentum, shuffle and random streams), so no finished epoch is lost.
 
+use crate::gpu::chains::GpuChains;
 use crate::gpu::trainer::GpuCdTrainer;
 use crate::gpu::GpuContext;
 use crate::train::schedule::StopReason;
@@ -25,6 +26,15 @@ pub(super) struct GpuState {
     pub layer: Option<GpuLayer>,
     /// The message of the last failed epoch (device loss), until the page falls back.
     pub failure: Option<String>,
+    /// Generative chains on the device (`None` while a read-back is awaited).
+    pub chains: Option<GpuChains>,
+}
+
+impl GpuState {
+    /// The device, wherever it is held: idle, or by the layer in training.
+    pub fn context(&self) -> Option<crate::gpu::GpuContext> {
+        self.ctx.clone().or_else(|| self.layer.as_ref().and_then(|l| l.trainer.as_ref()).map(|t| t.context().clone()))
+    }
 }
 
 impl GpuLayer {

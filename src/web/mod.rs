@@ -8,7 +8,6 @@ use crate::data::{idx, Dataset};
 use crate::gpu::{affine_sigmoid, GpuContext};
 use crate::model::Dbn;
 use crate::report::image_grid::{self, RgbaImage, Scaling};
-use crate::sample::GenerativeChains;
 use crate::gpu::trainer::GpuCdTrainer;
 use crate::train::{CdTrainer, GreedyEvent, GreedyTrainer, StackConfig};
 use serde::Serialize;
@@ -17,6 +16,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 mod bench;
+mod chains;
 mod gpu_training;
 use gpu_training::{GpuLayer, GpuState};
 pub use bench::bench_cpu;
@@ -94,7 +94,9 @@ struct DataSummary {
 pub struct Playground {
     data: Option<Dataset>,
     trainer: Option<GreedyTrainer>,
-    chains: Option<GenerativeChains>,
+    chains: Option<chains::CpuChains>,
+    /// How the chains were last started, so they can be restarted for a deeper model.
+    chain_spec: Option<chains::ChainSpec>,
     /// WebGPU training of the current layer (see `gpu_training`).
     gpu: Rc<RefCell<GpuState>>,
     /// The current layer continued on the CPU after the device failed mid-layer.
@@ -105,7 +107,7 @@ pub struct Playground {
 impl Playground {
     #[wasm_bindgen(constructor)]
     pub fn new() -> Playground {
-        Playground { data: None, trainer: None, chains: None, gpu: Rc::new(RefCell::new(GpuState::default())), fallback: None }
+        Playground { data: None, trainer: None, chains: None, chain_spec: None, gpu: Rc::new(RefCell::new(GpuState::default())), fallback: None }
     }
 
     /// Parses IDX images (and optional labels), raw or gzip. The new data replaces the old only
@@ -119,7 +121,7 @@ impl Playground {
         let dataset = idx::dataset_from_idx(parsed, labels, images_name).map_err(js_error)?;
         if self.model().is_some_and(|m| m.layers[0].n_visible != dataset.n_inputs) {
             self.trainer = None;
-            self.chains = None;
+            self.drop_chains();
         }
         let mut class_counts = Vec::new();
         for &label in dataset.labels.iter().flatten() {
@@ -173,7 +175,7 @@ impl Playground {
         let config: StackConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
         let trainer = GreedyTrainer::new(config, self.data()?).map_err(js_error)?;
         self.trainer = Some(trainer);
-        self.chains = None;
+        self.drop_chains();
         self.fallback = None;
         self.release_gpu_layer();
         Ok(())
@@ -293,6 +295,7 @@ impl Playground {
     /// gone on on the GPU.
     pub fn gpu_fall_back(&mut self) -> Result<(), JsError> {
         let layer = self.gpu.borrow_mut().layer.take();
+        self.gpu.borrow_mut().chains = None;
         let Some(GpuLayer { synced, .. }) = layer else { return Ok(()) };
         let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model is being trained"))?;
         let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?;
@@ -347,34 +350,6 @@ impl Playground {
         let count = count.min(rbm.n_hidden);
         let filters = image_grid::filters_of(&rbm.weights, rbm.n_visible, rbm.n_hidden, count);
         Ok(image_to_js(image_grid::tile(&filters, count, self.image_shape()?, columns, Scaling::SymmetricPerTile)))
-    }
-
-    /// Starts `count` generative chains from the first `count` data cases (the embedded
-    /// default is interleaved by class, so these show every digit) or from random states.
-    pub fn start_chains(&mut self, count: usize, from_data: bool, seed: u64) -> Result<(), JsError> {
-        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
-        let data = self.data()?;
-        self.chains = Some(if from_data {
-            let cases: Vec<usize> = (0..count.clamp(1, data.n_cases)).collect();
-            GenerativeChains::from_data(&model, &CpuBackend, data, &cases, seed)
-        } else {
-            GenerativeChains::from_random(&model, &CpuBackend, count.max(1), seed)
-        });
-        Ok(())
-    }
-
-    /// Advances the chains `steps` Gibbs steps and returns them as seen at the pixels.
-    pub fn advance_chains(&mut self, steps: usize, columns: usize) -> Result<JsValue, JsError> {
-        let shape = self.image_shape()?;
-        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
-        let chains = self.chains.as_mut().ok_or_else(|| JsError::new("no chains started"))?;
-        chains.advance(&model, &CpuBackend, steps);
-        let images = chains.images(&model, &CpuBackend);
-        Ok(image_to_js(image_grid::tile(&images, chains.n_chains, shape, columns, Scaling::Unit)))
-    }
-
-    pub fn chain_steps(&self) -> u64 {
-        self.chains.as_ref().map_or(0, |c| c.steps_done)
     }
 }
 

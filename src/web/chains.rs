@@ -1,0 +1,121 @@
+//! Gibbs samples for the page: generative chains through the model in training, on the CPU
+//! (`GenerativeChains`) or, when the page trains on WebGPU, on the device (`GpuChains`, only
+//! the images read back). Both follow the model as it trains, and restart from the same
+//! choice of start (data cases or random top states) when a layer is added, since the top
+//! RBM's width changes.
+
+use super::{image_to_js, js_error, Playground};
+use crate::backend::cpu::CpuBackend;
+use crate::gpu::chains::GpuChains;
+use crate::report::image_grid::{self, Scaling};
+use crate::sample::GenerativeChains;
+use wasm_bindgen::prelude::*;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ChainSpec {
+    count: usize,
+    from_data: bool,
+    seed: u64,
+}
+
+#[wasm_bindgen]
+impl Playground {
+    /// Starts `count` generative chains from the first `count` data cases (the embedded
+    /// default is interleaved by class, so these show every digit) or from random states.
+    pub fn start_chains(&mut self, count: usize, from_data: bool, seed: u64) -> Result<(), JsError> {
+        self.drop_chains();
+        self.chain_spec = Some(ChainSpec { count: count.max(1), from_data, seed });
+        self.chains = Some(self.new_cpu_chains()?);
+        Ok(())
+    }
+
+    /// Advances the chains `steps` Gibbs steps on the CPU and returns them as seen at the pixels.
+    pub fn advance_chains(&mut self, steps: usize, columns: usize) -> Result<JsValue, JsError> {
+        let shape = self.image_shape()?;
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
+        let layers = self.chains.as_ref().map(|c| c.layers);
+        if layers != Some(model.layers.len()) {
+            self.chains = Some(self.new_cpu_chains()?);
+        }
+        let chains = self.chains.as_mut().ok_or_else(|| JsError::new("no chains started"))?;
+        chains.chains.advance(&model, &CpuBackend, steps);
+        let images = chains.chains.images(&model, &CpuBackend);
+        Ok(image_to_js(image_grid::tile(&images, chains.chains.n_chains, shape, columns, Scaling::Unit)))
+    }
+
+    /// The same on the WebGPU device; resolves to the image. Rejects if the device fails (the
+    /// caller goes on with `advance_chains`).
+    pub fn gpu_advance_chains(&mut self, steps: usize, columns: usize) -> js_sys::Promise {
+        let prepared = self.prepare_gpu_chains(steps);
+        let shape = self.image_shape();
+        let state = self.gpu.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let (chains, ctx) = prepared.map_err(JsValue::from)?;
+            let shape = shape.map_err(JsValue::from)?;
+            let images = chains.images(&ctx).await.map_err(|e| JsValue::from(js_error(e)))?;
+            let image = image_grid::tile(&images, chains.n_chains, shape, columns, Scaling::Unit);
+            state.borrow_mut().chains = Some(chains);
+            Ok(image_to_js(image))
+        })
+    }
+
+    /// Gibbs steps taken since the chains (last) started.
+    pub fn chain_steps(&self) -> u64 {
+        match &self.gpu.borrow().chains {
+            Some(chains) => chains.steps_done,
+            None => self.chains.as_ref().map_or(0, |c| c.chains.steps_done),
+        }
+    }
+}
+
+/// CPU chains with the depth of the model they started on.
+pub(super) struct CpuChains {
+    chains: GenerativeChains,
+    layers: usize,
+}
+
+impl Playground {
+    pub(super) fn drop_chains(&mut self) {
+        self.chains = None;
+        self.gpu.borrow_mut().chains = None;
+    }
+
+    fn new_cpu_chains(&self) -> Result<CpuChains, JsError> {
+        let spec = self.chain_spec.ok_or_else(|| JsError::new("no chains started"))?;
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
+        let data = self.data()?;
+        let chains = if spec.from_data {
+            let cases: Vec<usize> = (0..spec.count.min(data.n_cases)).collect();
+            GenerativeChains::from_data(&model, &CpuBackend, data, &cases, spec.seed)
+        } else {
+            GenerativeChains::from_random(&model, &CpuBackend, spec.count, spec.seed)
+        };
+        Ok(CpuChains { chains, layers: model.layers.len() })
+    }
+
+    /// The device chains, following the current model (new ones for a deeper model), advanced
+    /// `steps` steps: everything but the read-back, which the caller awaits.
+    fn prepare_gpu_chains(&mut self, steps: usize) -> Result<(GpuChains, crate::gpu::GpuContext), JsError> {
+        let spec = self.chain_spec.ok_or_else(|| JsError::new("no chains started"))?;
+        let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
+        let ctx = self.gpu.borrow().context().ok_or_else(|| JsError::new("no WebGPU device"))?;
+        let existing = self.gpu.borrow_mut().chains.take();
+        let mut chains = match existing {
+            Some(chains) if chains.n_layers() == model.layers.len() => {
+                chains.set_model(&ctx, &model).map_err(js_error)?;
+                chains
+            }
+            _ => {
+                let data = self.data()?;
+                if spec.from_data {
+                    let cases: Vec<usize> = (0..spec.count.min(data.n_cases)).collect();
+                    GpuChains::from_data(&ctx, &model, data, &cases, spec.seed).map_err(js_error)?
+                } else {
+                    GpuChains::from_random(&ctx, &model, spec.count, spec.seed).map_err(js_error)?
+                }
+            }
+        };
+        chains.advance(&ctx, steps);
+        Ok((chains, ctx))
+    }
+}
