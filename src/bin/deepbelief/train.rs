@@ -10,6 +10,7 @@ use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
 use crate::backend_choice::BackendChoice;
 use deepbelief::backend::Backend;
 use deepbelief::gpu::trainer::GpuCdTrainer;
+use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
 use deepbelief::data::{Dataset, Preprocessing};
 use deepbelief::eval::hidden_unit_statistics;
@@ -46,9 +47,14 @@ struct LayerOutcome {
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let settings = args.settings()?;
     let output = Output { json: settings.json };
-    // The CPU reference does initialisation trials, measurements and propagation; the
-    // epochs run on the GPU when `--backend` selects one (see `train_layer_on_gpu`).
-    let backend: Box<dyn Backend> = Box::new(deepbelief::backend::cpu::CpuBackend);
+    // With a GPU the epochs run device-resident (see `train_layer_on_gpu`), and the work around
+    // them (initialisation trials, measurements, propagation, supervised training) runs on its
+    // kernels through the `Backend` trait; otherwise all of it runs on the CPU reference.
+    let gpu = settings.backend.gpu_context()?;
+    let backend: Box<dyn Backend> = match &gpu {
+        Some(ctx) => Box::new(GpuBackend::new(ctx.clone())),
+        None => Box::new(CpuBackend),
+    };
     let data = load_training_data(&settings.data)?;
     let dataset = &data.dataset;
     settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
@@ -62,7 +68,7 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         backend.describe()
     ));
 
-    let (trainer, outcomes) = train_layers(&settings, backend.as_ref(), dataset, output)?;
+    let (trainer, outcomes) = train_layers(&settings, backend.as_ref(), gpu, dataset, output)?;
     let mut model = SavedDbn {
         image_shape: dataset.image_shape,
         visible_means: Some(data.raw_statistics.mean.clone()),
@@ -116,13 +122,12 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
 
 /// Drives the trainer one step at a time, measuring each layer before and after on a
 /// fixed set of cases propagated alongside the trainer's own data.
-fn train_layers(settings: &TrainSettings, backend: &dyn Backend, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, Vec<LayerOutcome>), String> {
+fn train_layers(settings: &TrainSettings, backend: &dyn Backend, mut gpu: Option<GpuContext>, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, Vec<LayerOutcome>), String> {
     let n_layers = settings.stack.layers.len();
     let mut trainer = GreedyTrainer::new(settings.stack.clone(), dataset).map_err(train_error)?;
     let mut measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
     let mut progress = Progress::new(output);
     let mut outcomes: Vec<LayerOutcome> = Vec::new();
-    let mut gpu = settings.backend.gpu_context()?;
     loop {
         match trainer.step(backend, dataset).map_err(train_error)? {
             GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
