@@ -113,7 +113,7 @@ test('single-threaded build: a plain static server falls back without errors', a
 });
 
 test('webgpu training in the page matches the CPU, and survives losing the device', async () => {
-  const settings = 'hidden=16&epochs=3&batch=100&seed=3';
+  const settings = 'hidden=16&epochs=2&batch=100&seed=3';
   const runs = {};
   let server = null;
   // `lost`: WebGPU whose device is destroyed after its first epoch (the page's test hook).
