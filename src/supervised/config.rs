@@ -47,6 +47,9 @@ pub struct SupervisedConfig {
     pub momentum: f64,
     /// SGD fine-tuning's learning rate (the pretrained weights want gentler steps).
     pub fine_tune_learning_rate: f64,
+    /// SGD only: the learning rate falls linearly over the epochs to this fraction of its
+    /// start (1: constant), so the last epochs settle instead of wandering.
+    pub final_rate_fraction: f64,
     /// SGD fine-tuning only: fractions of inputs and of logistic hidden units dropped in
     /// each case of each batch (dropout, an extension beyond DEEP; 0 turns it off).
     pub fine_tune_input_dropout: f64,
@@ -78,6 +81,7 @@ impl Default for SupervisedConfig {
             learning_rate: 0.1,
             momentum: 0.9,
             fine_tune_learning_rate: 0.05,
+            final_rate_fraction: 1.0,
             fine_tune_input_dropout: 0.0,
             fine_tune_hidden_dropout: 0.0,
             seed: 1,
@@ -118,6 +122,7 @@ impl SupervisedConfig {
         check_real("learning_rate", self.learning_rate, 1e-9, 100.0)?;
         check_real("momentum", self.momentum, 0.0, 0.999)?;
         check_real("fine_tune_learning_rate", self.fine_tune_learning_rate, 1e-9, 100.0)?;
+        check_real("final_rate_fraction", self.final_rate_fraction, 0.0, 1.0)?;
         check_real("fine_tune_input_dropout", self.fine_tune_input_dropout, 0.0, 0.95)?;
         check_real("fine_tune_hidden_dropout", self.fine_tune_hidden_dropout, 0.0, 0.95)?;
         Ok(())

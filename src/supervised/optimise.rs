@@ -40,7 +40,7 @@ pub enum StopKind {
 #[derive(Clone, Copy, Debug)]
 pub enum Method {
     ConjugateGradient { max_iterations: usize, tolerance: f64 },
-    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, momentum: f64, seed: u64, dropout: DropoutRates },
+    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, final_rate_fraction: f64, momentum: f64, seed: u64, dropout: DropoutRates },
 }
 
 /// The criterion of a net as a function of its parameters, for the CG minimiser.
@@ -110,8 +110,9 @@ pub fn optimise(
             };
             (outcome.iterations, stop, criterion(net, backend, cases, penalty))
         }
-        Method::Sgd { epochs, tolerance, batch_size, learning_rate, momentum, seed, dropout } => {
-            sgd(backend, net, cases, penalty, SgdSettings { epochs, tolerance, batch_size, learning_rate, momentum, seed, dropout }, stage, on_iteration)?
+        Method::Sgd { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout } => {
+            let settings = SgdSettings { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout };
+            sgd(backend, net, cases, penalty, settings, stage, on_iteration)?
         }
     };
     if !net.is_finite() || !final_criterion.is_finite() {
@@ -126,13 +127,14 @@ struct SgdSettings {
     tolerance: f64,
     batch_size: usize,
     learning_rate: f64,
+    final_rate_fraction: f64,
     momentum: f64,
     seed: u64,
     dropout: DropoutRates,
 }
 
 /// Mini-batch SGD with momentum: `v ← μ·v − η·∇`, `θ ← θ + v`, cases reshuffled every
-/// epoch. The epoch's criterion is the mean of its batches' (no extra pass over the data);
+/// epoch, η falling linearly from its start to `final_rate_fraction` of it at the last epoch. The epoch's criterion is the mean of its batches' (no extra pass over the data);
 /// the tolerance test compares successive epochs' means. With dropout each batch trains a
 /// thinned net. Returns (epochs, stop, criterion).
 fn sgd(
@@ -153,11 +155,13 @@ fn sgd(
     let offsets = layer_offsets(net);
     let (mut inputs, mut targets) = (Vec::new(), Vec::new());
     let mut previous: Option<f64> = None;
-    let (lr, mu) = (settings.learning_rate as f32, settings.momentum as f32);
+    let mu = settings.momentum as f32;
     // The penalty's gradient 2·PenFac·w/n_weights is folded into the update (weights only),
     // and its value added once per epoch: two fewer passes over the parameters per batch.
     let decay = (2.0 * penalty / net.n_weights().max(1) as f64) as f32;
     for epoch in 1..=settings.epochs {
+        let progress = (epoch - 1) as f64 / settings.epochs.max(2).saturating_sub(1) as f64;
+        let lr = (settings.learning_rate * (1.0 - (1.0 - settings.final_rate_fraction) * progress)) as f32;
         order.shuffle(&mut rng);
         let mut sum = 0.0;
         let batches = order.chunks(settings.batch_size.min(n_cases).max(1));

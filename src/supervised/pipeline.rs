@@ -72,6 +72,7 @@ fn method(config: &SupervisedConfig, stage: Stage) -> Method {
             tolerance,
             batch_size: config.batch_size,
             learning_rate,
+            final_rate_fraction: config.final_rate_fraction,
             momentum: config.momentum,
             seed: config.seed ^ (stage as u64 + 1),
             dropout: match stage {

@@ -62,6 +62,9 @@ pub struct SupervisedArgs {
     /// SGD fine-tuning: fraction of logistic hidden units dropped per case and batch.
     #[arg(long, value_name = "RATE")]
     pub fine_tune_hidden_dropout: Option<f64>,
+    /// SGD: the learning rate falls linearly to this fraction of its start by the last epoch.
+    #[arg(long, value_name = "FRACTION")]
+    pub sgd_final_rate: Option<f64>,
     /// SGD: momentum.
     #[arg(long, value_name = "M")]
     pub supervised_momentum: Option<f64>,
@@ -160,6 +163,7 @@ impl SupervisedArgs {
         set(self.supervised_learning_rate, &mut config.learning_rate);
         set(self.fine_tune_learning_rate, &mut config.fine_tune_learning_rate);
         set(self.supervised_momentum, &mut config.momentum);
+        set(self.sgd_final_rate, &mut config.final_rate_fraction);
         set(self.fine_tune_input_dropout, &mut config.fine_tune_input_dropout);
         set(self.fine_tune_hidden_dropout, &mut config.fine_tune_hidden_dropout);
         set(self.supervised_batch_size, &mut config.batch_size);
@@ -185,6 +189,7 @@ fn flag_for(field: &str) -> &'static str {
         "learning_rate" => "--supervised-learning-rate",
         "momentum" => "--supervised-momentum",
         "fine_tune_learning_rate" => "--fine-tune-learning-rate",
+        "final_rate_fraction" => "--sgd-final-rate",
         "fine_tune_input_dropout" => "--fine-tune-input-dropout",
         "fine_tune_hidden_dropout" => "--fine-tune-hidden-dropout",
         _ => "no flag",
