@@ -166,7 +166,7 @@ fn mismatched_data_is_an_error_not_a_device_failure() {
     let kernels = EvalKernels::new(&ctx);
     let data = GpuDataset::upload(&ctx, &stroke_bytes(10, 30, 1)).unwrap();
     let rbm = GpuRbm::upload(&ctx, &random_rbm(31, 5, 1, 0.1, VisibleUnits::Bernoulli));
-    let error = pollster::block_on(kernels.reconstruction_errors(&ctx, &rbm, &data, usize::MAX)).err().expect("31 visible units for 30 inputs");
+    let error = pollster::block_on(kernels.reconstruction_errors(&ctx, &rbm, &data, usize::MAX)).expect_err("31 visible units for 30 inputs");
     assert!(error.to_string().contains("30 inputs"), "{error}");
     assert!(kernels.propagate(&ctx, &rbm, &data).is_err());
     assert!(pollster::block_on(kernels.hidden_unit_statistics(&ctx, &rbm, &data, 5)).is_err());

@@ -60,8 +60,7 @@ fn stack_configuration_errors_name_the_field() {
     let bad = |config: StackConfig| GreedyTrainer::new(config, &data).err().expect("rejected").to_string();
     assert!(bad(StackConfig { layers: vec![], ..StackConfig::default() }).contains("layers"));
     assert!(bad(StackConfig { layers: vec![10, 0], ..StackConfig::default() }).contains("layers"));
-    let mut rbm = CdConfig::default();
-    rbm.learning_rate = -1.0;
+    let rbm = CdConfig { learning_rate: -1.0, ..CdConfig::default() };
     assert!(bad(StackConfig { layers: vec![10], rbm, ..StackConfig::default() }).contains("learning_rate"));
     let too_many_batches = CdConfig { n_batches: 101, ..CdConfig::default() };
     assert!(bad(StackConfig { layers: vec![10], rbm: too_many_batches, ..StackConfig::default() }).contains("n_batches"));
@@ -111,8 +110,8 @@ fn cd_k_gradient_points_along_the_exact_gradient() {
         trainer.train_epoch(&CpuBackend, &data).unwrap();
         // One full-batch step without momentum or penalties: the weight change is lr × the CD estimate.
         let step: Vec<f64> = trainer.rbm.weights.iter().zip(&before.weights).map(|(a, b)| (*a - *b) as f64).collect();
-        let dot: f64 = step.iter().zip(&exact.weights).map(|(s, g)| s * *g as f64).sum();
-        let norms = step.iter().map(|s| s * s).sum::<f64>().sqrt() * exact.weights.iter().map(|g| (*g as f64).powi(2)).sum::<f64>().sqrt();
+        let dot: f64 = step.iter().zip(&exact.weights).map(|(s, g)| s * g).sum();
+        let norms = step.iter().map(|s| s * s).sum::<f64>().sqrt() * exact.weights.iter().map(|g| g.powi(2)).sum::<f64>().sqrt();
         let cosine = dot / norms;
         eprintln!("CD-{k} (persistent {persistent}): cosine with the exact gradient {cosine:.3}");
         assert!(cosine > 0.5, "CD-{k} persistent={persistent}: cosine {cosine}");

@@ -167,8 +167,8 @@ fn initialisation_follows_masters_formulas() {
         let expected = -(0..3).map(|i| clamped[i] * w(i, j)).sum::<f32>();
         assert!((rbm.hidden_bias[j] - expected).abs() < 1e-6);
     }
-    for i in 0..3 {
-        let logit = (clamped[i] / (1.0 - clamped[i])).ln();
+    for (i, &q) in clamped.iter().enumerate() {
+        let logit = (q / (1.0 - q)).ln();
         let expected = logit - 0.5 * (w(i, 0) + w(i, 1));
         assert!((rbm.visible_bias[i] - expected).abs() < 1e-4, "visible bias {i}");
     }

@@ -80,7 +80,7 @@ impl Dataset {
     /// Real-valued cases, `values.len() / n_inputs` of them, with inputs named `x0, x1, …`
     /// and no labels or targets: propagated layers, synthetic and hand-made data.
     pub fn from_floats(name: &str, n_inputs: usize, values: Vec<f32>) -> Dataset {
-        assert!(n_inputs > 0 && values.len() % n_inputs == 0, "{} values do not make whole cases of {n_inputs} inputs", values.len());
+        assert!(n_inputs > 0 && values.len().is_multiple_of(n_inputs), "{} values do not make whole cases of {n_inputs} inputs", values.len());
         Dataset {
             name: name.to_string(),
             n_cases: values.len() / n_inputs,

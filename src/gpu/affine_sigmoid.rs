@@ -58,7 +58,7 @@ pub async fn affine_sigmoid(ctx: &GpuContext, input: &[f32], weights: &[f32], bi
 pub async fn self_check(ctx: &GpuContext) -> Result<f32, GpuError> {
     use crate::backend::{cpu::CpuBackend, Activation, Backend, Weights};
     let (rows, n_in, n_out) = (7, 33, 130);
-    let wave = |k: usize, f: f32| ((k as f32 * f).sin() * 0.5) as f32;
+    let wave = |k: usize, f: f32| (k as f32 * f).sin() * 0.5;
     let input: Vec<f32> = (0..rows * n_in).map(|k| wave(k, 0.37).abs()).collect();
     let weights: Vec<f32> = (0..n_in * n_out).map(|k| wave(k, 0.11)).collect();
     let bias: Vec<f32> = (0..n_out).map(|k| wave(k, 0.7)).collect();
