@@ -103,7 +103,7 @@ fn draw(net: &mut Network, centre: &Network, drawn: usize, spread: f64, rng: &mu
 pub fn anneal(backend: &dyn Backend, net: &mut Network, cases: Cases, penalty: f64, iterations: usize, allow_svd: bool, seed: u64) -> AnnealReport {
     let svd = uses_svd(net, allow_svd);
     let drawn = if svd { net.layers.len() - 1 } else { net.layers.len() };
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xA22E_A1);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x00A2_2EA1);
     let start = net.clone();
     let start_criterion = criterion(net, backend, cases, penalty);
     let (mut best, mut best_criterion, mut best_trial) = (start.clone(), start_criterion, None);

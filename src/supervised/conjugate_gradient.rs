@@ -79,7 +79,7 @@ pub fn minimise(objective: &mut dyn Objective, x: &mut [f64], settings: CgSettin
     let mut new_gradient = vec![0.0; n];
     for iteration in 1..=settings.max_iterations {
         let mut slope = dot(&direction, &gradient);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             direction.iter_mut().zip(&gradient).for_each(|(d, g)| *d = -g);
             steepest = true;
             slope = -dot(&gradient, &gradient);

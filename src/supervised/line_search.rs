@@ -47,7 +47,7 @@ pub fn minimise_along(phi: &mut dyn FnMut(f64) -> f64, value_0: f64, slope_0: f6
 fn bracket(phi: &mut dyn FnMut(f64) -> f64, value_0: f64, slope_0: f64, first_step: f64) -> Option<Bracket> {
     let mut t = first_step;
     let mut value_t = phi(t);
-    if !(value_t < value_0) {
+    if value_t.is_nan() || value_t >= value_0 {
         let mut high = t;
         let mut value_high = value_t;
         for _ in 0..MAX_BRACKET_STEPS {
@@ -67,7 +67,7 @@ fn bracket(phi: &mut dyn FnMut(f64) -> f64, value_0: f64, slope_0: f64, first_st
     for _ in 0..MAX_BRACKET_STEPS {
         let c = b + GOLDEN * (b - a);
         let value_c = phi(c);
-        if !(value_c < value_b) {
+        if value_c.is_nan() || value_c >= value_b {
             return Some(Bracket { a, b, c, value_b });
         }
         (a, b, value_b) = (b, c, value_c);
