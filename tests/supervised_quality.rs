@@ -100,13 +100,15 @@ const RBM500_BOUND: f64 = 0.047;
 
 /// DBN 784-500-500-2000 by Hinton's recipe (30 epochs a layer), a SoftMax output layer by
 /// conjugate gradient, then the complete model fine-tuned by SGD with dropout (inputs 0.2,
-/// hidden 0.5) for 150 epochs. Measured: test error 0.0255 (the issue asks ≤ 0.025;
-/// scikit-learn's MLPClassifier(500) gets 0.0397), 413 s of CPU time, 821 s wall-clock on
-/// the 2-core machine while other jobs kept its load near 8. Without dropout (40 SGD
-/// epochs) the pipeline got 0.0390.
+/// hidden 0.3) for 150 epochs. Measured (same binary, 16-core host, 2 rayon threads a run):
+/// test error 0.0231 at seed 1 and 0.0238 at seed 2 (the issue asks ≤ 0.025; scikit-learn's
+/// MLPClassifier(500) gets 0.0397); with input dropout 0.1, seeds 1–4 gave 0.0233, 0.0249,
+/// 0.0249, 0.0248; with hidden dropout 0.5 (the first recipe) 0.0255–0.0271; without dropout
+/// 0.0390. On this 2-core machine the first recipe took 413 s of CPU time, 821 s wall-clock
+/// while other jobs kept its load near 8.
 const DBN_ARGS: [&str; 20] = [
     "--rbm-layers", "500,500,2000", "--hinton", "--epochs", "30", "--seed", "1", "--supervised-penalty", "0.3",
     "--fine-tune", "--fine-tune-optimizer", "sgd", "--fine-tune-max-iters", "150", "--fine-tune-learning-rate", "0.1",
-    "--fine-tune-input-dropout", "0.2", "--fine-tune-hidden-dropout", "0.5",
+    "--fine-tune-input-dropout", "0.2", "--fine-tune-hidden-dropout", "0.3",
 ];
-const DBN_BOUND: f64 = 0.03;
+const DBN_BOUND: f64 = 0.025;
