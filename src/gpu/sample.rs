@@ -12,7 +12,7 @@
 
 use super::buffers::{self, window, StepTable};
 use super::gemm::VecRef;
-use super::shader::{self, PipelineCache};
+use super::shader::{self, PipelineCache, SlotDispatch};
 use super::{GpuContext, GpuError};
 use crate::rng::RngStream;
 use bytemuck::{Pod, Zeroable};
@@ -80,22 +80,11 @@ pub struct SampleKernels {
 }
 
 /// A prepared sampling pass (see [`super::gemm::GemmCall`]).
-pub struct SampleCall {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    groups: (u32, u32, u32),
-    slot_offsets: Vec<u32>,
-}
+pub struct SampleCall(SlotDispatch);
 
 impl SampleCall {
     pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
-        if self.groups.0 == 0 {
-            return;
-        }
-        let offset = *self.slot_offsets.get(slot as usize).unwrap_or_else(|| panic!("slot {slot} of {}", self.slot_offsets.len()));
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[offset]);
-        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
+        self.0.record(pass, slot);
     }
 }
 
@@ -171,12 +160,7 @@ impl SampleKernels {
                 wgpu::BindGroupEntry { binding: 3, resource: wgpu::BindingResource::Buffer(out_window.binding) },
             ],
         });
-        Ok(SampleCall {
-            pipeline,
-            bind_group,
-            groups: if len == 0 { (0, 0, 0) } else { shader::grid(invocations.div_ceil(WORKGROUP)) },
-            slot_offsets: (0..slots.len()).map(|i| slots.offset(i)).collect(),
-        })
+        Ok(SampleCall(SlotDispatch::new(pipeline, bind_group, if len == 0 { (0, 0, 0) } else { shader::grid(invocations.div_ceil(WORKGROUP)) }, slots)))
     }
 
     /// Prepares `op` and records it as one compute pass of `encoder` (slot 0).

@@ -131,3 +131,32 @@ mod tests {
         assert!(assemble("", &[], true).contains("fn philox4x32_10"));
     }
 }
+
+/// One prepared dispatch whose bind group takes a dynamic offset into a [`StepTable`]
+/// (`super::buffers::StepTable`): the per-batch RNG step and row shift reach the kernel without
+/// new bind groups. Shared by the GEMM, sampling and gather calls.
+pub struct SlotDispatch {
+    pub pipeline: wgpu::ComputePipeline,
+    pub bind_group: wgpu::BindGroup,
+    /// Workgroups; `(0, 0, 0)` for an empty operation, which records nothing.
+    pub groups: (u32, u32, u32),
+    /// The dynamic offset of each table slot.
+    pub slot_offsets: Vec<u32>,
+}
+
+impl SlotDispatch {
+    pub fn new(pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: (u32, u32, u32), slots: &super::buffers::StepTable) -> Self {
+        SlotDispatch { pipeline, bind_group, groups, slot_offsets: (0..slots.len()).map(|i| slots.offset(i)).collect() }
+    }
+
+    /// Records the dispatch into `pass` with the values of table slot `slot`.
+    pub fn record(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
+        if self.groups.0 == 0 {
+            return;
+        }
+        let offset = *self.slot_offsets.get(slot as usize).unwrap_or_else(|| panic!("slot {slot} of {}", self.slot_offsets.len()));
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &self.bind_group, &[offset]);
+        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::{auto_splits, Element, GemmOp, Tiling};
 use crate::gpu::buffers::{self, window, StepTable};
-use crate::gpu::shader::{self, Const, PipelineCache};
+use crate::gpu::shader::{self, Const, PipelineCache, SlotDispatch};
 use crate::gpu::{GpuContext, GpuError};
 use crate::backend::Activation;
 use crate::rng::RngStream;
@@ -61,12 +61,9 @@ pub struct GemmKernels {
 /// A prepared product: its pipeline, uniforms and bind group, ready to dispatch any number of
 /// times (its buffers must outlive the dispatches' submission).
 pub struct GemmCall {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    groups: (u32, u32, u32),
+    call: SlotDispatch,
     /// Split k: the summing pass and the buffer of partial sums.
     finish: Option<(wgpu::ComputePipeline, (u32, u32, u32), wgpu::Buffer)>,
-    slot_offsets: Vec<u32>,
     /// The variant chosen, for reports.
     pub tiling: Tiling,
     pub splits: u32,
@@ -76,13 +73,11 @@ impl GemmCall {
     /// Records the product into `pass` with the values of step-table slot `slot`
     /// (0 for an op without a table).
     pub fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
-        if self.groups.0 == 0 {
+        if self.call.groups.0 == 0 {
             return;
         }
-        let offset = *self.slot_offsets.get(slot as usize).unwrap_or_else(|| panic!("slot {slot} of {}", self.slot_offsets.len()));
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[offset]);
-        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
+        self.call.record(pass, slot);
+        // The summing pass keeps the product's bind group (and slot offset) bound.
         if let Some((pipeline, groups, _)) = &self.finish {
             pass.set_pipeline(pipeline);
             pass.dispatch_workgroups(groups.0, groups.1, groups.2);
@@ -307,11 +302,8 @@ impl GemmKernels {
             (self.pipeline(ctx, tiling, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
         });
         Ok(GemmCall {
-            pipeline,
-            bind_group,
-            groups: if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits) },
+            call: SlotDispatch::new(pipeline, bind_group, if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits) }, slots),
             finish,
-            slot_offsets: (0..slots.len()).map(|i| slots.offset(i)).collect(),
             tiling,
             splits,
         })

@@ -17,7 +17,7 @@ use crate::gpu::gemm::{GemmCall, GemmOp};
 use crate::gpu::reduce::{partial_count, Dispatch, Step};
 use crate::gpu::sample::{SampleCall, SampleOp};
 use crate::gpu::schedule::ScheduleBuffers;
-use crate::gpu::shader;
+use crate::gpu::shader::{self, SlotDispatch};
 use crate::gpu::update::{update_partial_count, HiddenBiasBuffers, VisibleBiasBuffers, WeightUpdateBuffers};
 use crate::gpu::{GpuContext, GpuError};
 use crate::model::VisibleUnits;
@@ -25,19 +25,8 @@ use crate::rng::{Purpose, RngStream};
 use crate::train::config::CdConfig;
 
 pub(super) struct GatherCall {
-    pipeline: wgpu::ComputePipeline,
-    bind_group: wgpu::BindGroup,
-    groups: (u32, u32, u32),
-    slot_offsets: Vec<u32>,
+    call: SlotDispatch,
     _params: wgpu::Buffer,
-}
-
-impl GatherCall {
-    fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &self.bind_group, &[self.slot_offsets[slot as usize]]);
-        pass.dispatch_workgroups(self.groups.0, self.groups.1, self.groups.2);
-    }
 }
 
 /// One step of the negative chain.
@@ -235,13 +224,7 @@ fn gather_call(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &StepTa
             wgpu::BindGroupEntry { binding: 4, resource: out.as_entire_binding() },
         ],
     });
-    GatherCall {
-        pipeline: kn.gather.clone(),
-        bind_group,
-        groups: shader::grid(((rows * nv).div_ceil(256)) as u32),
-        slot_offsets: (0..table.len()).map(|i| table.offset(i)).collect(),
-        _params: params,
-    }
+    GatherCall { call: SlotDispatch::new(kn.gather.clone(), bind_group, shader::grid(((rows * nv).div_ceil(256)) as u32), table), _params: params }
 }
 
 /// One recorded dispatch of a batch (a split-k GEMM records its summing pass with it).
@@ -255,7 +238,7 @@ pub(super) enum Call<'a> {
 impl Call<'_> {
     pub(super) fn dispatch(&self, pass: &mut wgpu::ComputePass<'_>, slot: u32) {
         match self {
-            Call::Gather(call) => call.dispatch(pass, slot),
+            Call::Gather(gather) => gather.call.record(pass, slot),
             Call::Gemm(call) => call.dispatch(pass, slot),
             Call::Sample(call) => call.dispatch(pass, slot),
             Call::Step(step) => step.record_in(pass),
