@@ -1,0 +1,1 @@
+//! Saving and loading models, and the DEEP.LOG and activation exports.
