@@ -6,20 +6,30 @@ use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::gpu::trainer::GpuCdTrainer;
 use crate::gpu::GpuContext;
+use crate::supervised::SupervisedConfig;
 use crate::train::{CdTrainer, GreedyEvent, GreedyTrainer, StackConfig};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen]
 impl Playground {
-    /// Starts a fresh model from `config` (a `StackConfig`; missing fields take defaults).
-    pub fn start_training(&mut self, config: JsValue) -> Result<(), JsError> {
-        let config: StackConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
-        let trainer = GreedyTrainer::new(config, self.data()?).map_err(js_error)?;
+    /// Starts a fresh model from `config` (a `PageConfig`; missing fields take defaults) and
+    /// returns its `Plan`. Every setting is checked before anything is replaced.
+    pub fn start_training(&mut self, config: JsValue) -> Result<JsValue, JsError> {
+        let config: PageConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
+        let data = self.data()?;
+        if let Some(supervised) = &config.supervised {
+            supervised.validate().map_err(|e| JsError::new(&format!("invalid setting supervised.{e}")))?;
+        }
+        let trainer = GreedyTrainer::new(config.stack.clone(), data).map_err(js_error)?;
+        let plan = Plan::of(&config, data.n_inputs);
         self.trainer = Some(trainer);
+        self.config = Some(config);
+        self.history.clear();
+        self.supervised = None;
         self.drop_chains();
         self.fallback = None;
         self.release_gpu_layer();
-        Ok(())
+        to_js(&plan)
     }
 
     pub fn training_finished(&self) -> bool {
@@ -191,4 +201,38 @@ impl Playground {
 #[serde(default, deny_unknown_fields)]
 pub(super) struct PageConfig {
     pub stack: StackConfig,
+    /// The supervised layers (and optional fine-tuning) after the RBM stack; `None`: none.
+    pub supervised: Option<SupervisedConfig>,
+}
+
+/// The run's steps in order, for the page's progress list.
+#[derive(serde::Serialize)]
+struct Plan {
+    steps: Vec<PlanStep>,
+}
+
+#[derive(serde::Serialize)]
+struct PlanStep {
+    kind: &'static str,
+    label: String,
+}
+
+impl Plan {
+    fn of(config: &PageConfig, n_inputs: usize) -> Plan {
+        let mut steps = Vec::new();
+        let mut below = n_inputs;
+        for (k, &size) in config.stack.layers.iter().enumerate() {
+            steps.push(PlanStep { kind: "rbm", label: format!("RBM {} ({below} → {size})", k + 1) });
+            below = size;
+        }
+        if let Some(supervised) = &config.supervised {
+            let hidden: Vec<String> = supervised.hidden.iter().map(|h| h.to_string()).collect();
+            let through = if hidden.is_empty() { String::new() } else { format!(" → {}", hidden.join(" → ")) };
+            steps.push(PlanStep { kind: "supervised", label: format!("Supervised ({below}{through} → outputs)") });
+            if supervised.fine_tune {
+                steps.push(PlanStep { kind: "fine_tune", label: "Fine-tune the whole model".into() });
+            }
+        }
+        Plan { steps }
+    }
 }
