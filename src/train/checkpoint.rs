@@ -39,6 +39,9 @@ pub struct CdCheckpoint {
 }
 
 impl CdTrainer {
+    /// The trainer's state between epochs. Part-way through an epoch (`mid_epoch()`) the
+    /// weights have moved but the epoch's sums and snapshot are not saved, so a resume from it
+    /// would not continue the same run: take checkpoints between epochs.
     pub fn checkpoint(&self) -> CdCheckpoint {
         CdCheckpoint {
             rbm: self.rbm.clone(),
@@ -103,6 +106,7 @@ impl CdTrainer {
             step: c.step,
             stopped: c.stopped,
             buffers: BatchBuffers::default(),
+            in_progress: None,
         })
     }
 }

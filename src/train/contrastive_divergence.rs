@@ -77,6 +77,58 @@ pub struct CdTrainer {
     pub(crate) step: u64,
     pub stopped: Option<StopReason>,
     pub(crate) buffers: BatchBuffers,
+    /// The epoch begun by `train_next_batch` and not yet ended.
+    pub(crate) in_progress: Option<EpochInProgress>,
+}
+
+/// What one call of `train_next_batch` did.
+#[derive(Clone, Debug)]
+pub enum BatchStep {
+    /// A batch inside the epoch.
+    Batch(BatchReport),
+    /// The epoch's last batch, and the epoch's report.
+    EpochEnded(EpochReport),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct BatchReport {
+    /// 1-based, within the epoch.
+    pub batch: usize,
+    pub batches: usize,
+    /// This batch's mean squared one-step reconstruction error.
+    pub reconstruction_error: f64,
+}
+
+/// An epoch between its first and last batch: the divergence snapshot, the epoch's chain
+/// length and batch size, where the next batch starts in the shuffled order, and the sums
+/// the report is made of. Seconds count only time spent training, not pauses between calls.
+pub(crate) struct EpochInProgress {
+    snapshot: (Rbm, RateState, Option<Vec<f32>>, SparsityEstimate),
+    k: usize,
+    batch_size: usize,
+    next_case: usize,
+    squared_error: f64,
+    cosine_sum: f64,
+    cosines: usize,
+    rms_sum: f64,
+    max_increment: f32,
+    batches: usize,
+    seconds: f64,
+}
+
+impl EpochInProgress {
+    fn add(&mut self, figures: &BatchFigures, next_case: usize, seconds: f64) {
+        self.squared_error += figures.squared_error;
+        if let Some(c) = figures.cosine {
+            self.cosine_sum += c;
+            self.cosines += 1;
+        }
+        self.rms_sum += figures.gradient_rms;
+        self.max_increment = self.max_increment.max(figures.max_increment);
+        self.batches += 1;
+        self.next_case = next_case;
+        self.seconds += seconds;
+    }
 }
 
 /// Per-batch figures the epoch report aggregates.
@@ -121,6 +173,7 @@ impl CdTrainer {
             step: 0,
             stopped: None,
             buffers: BatchBuffers::default(),
+            in_progress: None,
             init_trial_errors: init.trial_errors,
             init_best_trial: init.best_trial,
             rbm,
@@ -132,54 +185,98 @@ impl CdTrainer {
         self.stopped.is_some()
     }
 
-    /// One pass over the data. On divergence the model is rolled back to the end of the
-    /// previous epoch and an error returned; training can go on with a lower learning rate.
+    /// One pass over the data (or the rest of an epoch begun by `train_next_batch`): exactly
+    /// the loop of `train_next_batch` up to the batch that ends the epoch. On divergence the
+    /// model is rolled back to the end of the previous epoch and an error returned; training
+    /// can go on with a lower learning rate.
     pub fn train_epoch(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<EpochReport, TrainError> {
+        loop {
+            if let BatchStep::EpochEnded(report) = self.train_next_batch(backend, data)? {
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Trains one batch, beginning an epoch (shuffle, snapshot) when none is in progress and
+    /// finishing it (report, schedules, convergence) after its last batch.
+    pub fn train_next_batch(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<BatchStep, TrainError> {
         if data.n_inputs != self.rbm.n_visible {
             return Err(TrainError::Data(format!(
                 "{}: {} inputs per case, but the model has {} visible units",
                 data.name, data.n_inputs, self.rbm.n_visible
             )));
         }
+        if self.order.len() != data.n_cases {
+            return Err(TrainError::Data(format!("{}: {} cases, but this layer trains on {}", data.name, data.n_cases, self.order.len())));
+        }
         let started = now_seconds();
+        let mut epoch = match self.in_progress.take() {
+            Some(epoch) => epoch,
+            None => self.begin_epoch(data.n_cases),
+        };
+        let end = (epoch.next_case + epoch.batch_size).min(self.order.len());
+        let order = std::mem::take(&mut self.order);
+        let figures = self.train_batch(backend, data, &order[epoch.next_case..end], epoch.k);
+        let rows = end - epoch.next_case;
+        self.order = order;
+        epoch.add(&figures, end, now_seconds() - started);
+        if end < self.order.len() {
+            let batch = BatchReport {
+                batch: epoch.batches,
+                batches: self.order.len().div_ceil(epoch.batch_size),
+                reconstruction_error: figures.squared_error / (rows * data.n_inputs) as f64,
+            };
+            self.in_progress = Some(epoch);
+            return Ok(BatchStep::Batch(batch));
+        }
+        self.finish_epoch(epoch, data).map(BatchStep::EpochEnded)
+    }
+
+    /// Whether an epoch has begun and not yet ended (its state is not in a `CdCheckpoint`).
+    pub fn mid_epoch(&self) -> bool {
+        self.in_progress.is_some()
+    }
+
+    fn begin_epoch(&mut self, n_cases: usize) -> EpochInProgress {
         let snapshot = (self.rbm.clone(), self.rates.clone(), self.persistent_chains.clone(), self.sparsity.clone());
         self.order.shuffle(&mut self.shuffle_rng);
-        let k = self.chain_length.current();
-        let batch_size = self.config.cases_per_batch(data.n_cases);
-        let order = std::mem::take(&mut self.order);
-        let (mut squared_error, mut cosine_sum, mut cosines, mut rms_sum, mut max_increment, mut batches) = (0.0, 0.0, 0, 0.0, 0.0f32, 0);
-        for batch in order.chunks(batch_size) {
-            let figures = self.train_batch(backend, data, batch, k);
-            squared_error += figures.squared_error;
-            if let Some(c) = figures.cosine {
-                cosine_sum += c;
-                cosines += 1;
-            }
-            rms_sum += figures.gradient_rms;
-            max_increment = max_increment.max(figures.max_increment);
-            batches += 1;
+        EpochInProgress {
+            snapshot,
+            k: self.chain_length.current(),
+            batch_size: self.config.cases_per_batch(n_cases),
+            next_case: 0,
+            squared_error: 0.0,
+            cosine_sum: 0.0,
+            cosines: 0,
+            rms_sum: 0.0,
+            max_increment: 0.0,
+            batches: 0,
+            seconds: 0.0,
         }
-        self.order = order;
-        let reconstruction_error = squared_error / (data.n_cases * data.n_inputs) as f64;
+    }
+
+    fn finish_epoch(&mut self, epoch: EpochInProgress, data: &Dataset) -> Result<EpochReport, TrainError> {
+        let reconstruction_error = epoch.squared_error / (data.n_cases * data.n_inputs) as f64;
         if !reconstruction_error.is_finite() || !self.rbm.is_finite() {
-            (self.rbm, self.rates, self.persistent_chains, self.sparsity) = snapshot;
+            (self.rbm, self.rates, self.persistent_chains, self.sparsity) = epoch.snapshot;
             self.reset_momentum();
             return Err(TrainError::NonFinite { epoch: self.epoch + 1 });
         }
+        let started = now_seconds();
         self.epoch += 1;
         let max_weight = self.rbm.weights.iter().fold(0.0f32, |m, w| m.max(w.abs())).max(1e-30);
-        let increment_ratio = (max_increment / max_weight) as f64;
+        let increment_ratio = (epoch.max_increment / max_weight) as f64;
         let stop = close_epoch(&mut self.convergence, &mut self.rates, &mut self.chain_length, self.epoch, self.config.epochs, increment_ratio);
         self.stopped = stop;
-        let seconds = now_seconds() - started;
+        let seconds = epoch.seconds + (now_seconds() - started);
         Ok(EpochReport {
             epoch: self.epoch,
-            cd_k: k,
+            cd_k: epoch.k,
             reconstruction_error,
             learning_rate: self.rates.learning_rate,
             momentum: self.rates.momentum,
-            gradient_cosine: if cosines > 0 { cosine_sum / cosines as f64 } else { 0.0 },
-            gradient_rms: rms_sum / batches.max(1) as f64,
+            gradient_cosine: if epoch.cosines > 0 { epoch.cosine_sum / epoch.cosines as f64 } else { 0.0 },
+            gradient_rms: epoch.rms_sum / epoch.batches.max(1) as f64,
             increment_ratio,
             epochs_without_improvement: self.convergence.epochs_without_improvement,
             seconds,

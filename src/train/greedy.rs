@@ -5,7 +5,7 @@
 //! influential feature detectors come first in reports and filter views.
 
 use super::config::{check_count, CdConfig, ConfigError};
-use super::contrastive_divergence::{CdTrainer, EpochReport};
+use super::contrastive_divergence::{BatchReport, BatchStep, CdTrainer, EpochReport};
 use super::monitor::{measure_epoch, EpochMetrics};
 use super::TrainError;
 use crate::backend::Backend;
@@ -68,6 +68,23 @@ pub enum GreedyEvent {
     Finished,
 }
 
+/// What `step_batch` did: a batch inside an epoch, or one of `step`'s events.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum BatchEvent {
+    Batch(LayerBatch),
+    Greedy(GreedyEvent),
+}
+
+/// `{ event: "batch", layer, batch, batches, reconstruction_error }`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename = "batch")]
+pub struct LayerBatch {
+    pub layer: usize,
+    #[serde(flatten)]
+    pub report: BatchReport,
+}
+
 pub struct GreedyTrainer {
     pub config: StackConfig,
     pub dbn: Dbn,
@@ -104,27 +121,49 @@ impl GreedyTrainer {
         self.current.as_ref()
     }
 
-    /// Advances by one unit of work: initialise a layer, train one epoch, or close a layer.
+    /// Advances by one unit of work: initialise a layer, train one epoch (or the rest of one
+    /// begun by `step_batch`), or close a layer.
     pub fn step(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<GreedyEvent, TrainError> {
-        if self.finished() {
-            return Ok(GreedyEvent::Finished);
+        if let Some(event) = self.step_outside_epoch(backend, data)? {
+            return Ok(event);
+        }
+        let layer_data = self.layer_data.as_ref().unwrap_or(data);
+        let trainer = self.current.as_mut().expect("a layer in training");
+        let report = trainer.train_epoch(backend, layer_data)?;
+        Ok(self.epoch_event(backend, data, report))
+    }
+
+    /// Like `step`, but trains a single batch: a `batch` event, or the `epoch` event when that
+    /// batch ends the epoch. Batch after batch makes exactly the epochs `step` makes.
+    pub fn step_batch(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<BatchEvent, TrainError> {
+        if let Some(event) = self.step_outside_epoch(backend, data)? {
+            return Ok(BatchEvent::Greedy(event));
         }
         let layer = self.current_layer();
         let layer_data = self.layer_data.as_ref().unwrap_or(data);
-        match &mut self.current {
+        let trainer = self.current.as_mut().expect("a layer in training");
+        match trainer.train_next_batch(backend, layer_data)? {
+            BatchStep::Batch(report) => Ok(BatchEvent::Batch(LayerBatch { layer, report })),
+            BatchStep::EpochEnded(report) => Ok(BatchEvent::Greedy(self.epoch_event(backend, data, report))),
+        }
+    }
+
+    /// The steps that are not training: `finished`, starting a layer, closing a layer.
+    /// `None` when the current layer has training to do.
+    fn step_outside_epoch(&mut self, backend: &dyn Backend, data: &Dataset) -> Result<Option<GreedyEvent>, TrainError> {
+        if self.finished() {
+            return Ok(Some(GreedyEvent::Finished));
+        }
+        let layer = self.current_layer();
+        let layer_data = self.layer_data.as_ref().unwrap_or(data);
+        match &self.current {
             None => {
                 let trainer = CdTrainer::new(self.config.layer_config(layer), backend, layer_data)?;
                 let event = GreedyEvent::LayerStarted { layer, trial_errors: trainer.init_trial_errors.clone(), best_trial: trainer.init_best_trial };
                 self.current = Some(trainer);
-                Ok(event)
+                Ok(Some(event))
             }
-            Some(trainer) if !trainer.finished() => {
-                let report = trainer.train_epoch(backend, layer_data)?;
-                let metrics = (self.config.monitor_cases > 0).then(|| {
-                    measure_epoch(backend, &trainer.rbm, layer_data, self.held_out.as_ref(), self.config.monitor_cases, trainer.config.seed ^ report.epoch as u64)
-                });
-                Ok(GreedyEvent::Epoch { layer, report, metrics })
-            }
+            Some(trainer) if !trainer.finished() => Ok(None),
             Some(_) => {
                 let mut rbm = self.current.take().expect("checked above").rbm;
                 sort_hidden_units_by_weight(&mut rbm);
@@ -135,9 +174,19 @@ impl GreedyTrainer {
                     self.layer_data = None;
                 }
                 self.dbn.layers.push(rbm);
-                Ok(GreedyEvent::LayerFinished { layer })
+                Ok(Some(GreedyEvent::LayerFinished { layer }))
             }
         }
+    }
+
+    /// The `epoch` event of the current layer, with the monitor's metrics when they are on.
+    fn epoch_event(&self, backend: &dyn Backend, data: &Dataset, report: EpochReport) -> GreedyEvent {
+        let layer_data = self.layer_data(data);
+        let trainer = self.current.as_ref().expect("a layer in training");
+        let metrics = (self.config.monitor_cases > 0).then(|| {
+            measure_epoch(backend, &trainer.rbm, layer_data, self.held_out.as_ref(), self.config.monitor_cases, trainer.config.seed ^ report.epoch as u64)
+        });
+        GreedyEvent::Epoch { layer: self.current_layer(), report, metrics }
     }
 
     /// The data the current layer trains on (`data` itself for the first layer).
@@ -153,6 +202,7 @@ impl GreedyTrainer {
             return Err(TrainError::Data("the trained layer does not match the layer in training".into()));
         }
         trainer.rbm = rbm;
+        trainer.in_progress = None;
         trainer.epoch = epochs;
         trainer.stopped = Some(stop);
         Ok(())

@@ -13,8 +13,8 @@ pub mod weights_update;
 
 pub use checkpoint::CdCheckpoint;
 pub use config::{CdConfig, ConfigError, Schedule};
-pub use contrastive_divergence::{CdTrainer, EpochReport};
-pub use greedy::{GreedyEvent, GreedyTrainer, StackConfig};
+pub use contrastive_divergence::{BatchReport, BatchStep, CdTrainer, EpochReport};
+pub use greedy::{BatchEvent, GreedyEvent, GreedyTrainer, LayerBatch, StackConfig};
 pub use schedule::StopReason;
 
 #[derive(Debug)]
