@@ -10,6 +10,8 @@
 //! - `dropout`: optional dropout for SGD fine-tuning (an extension beyond DEEP);
 //! - `anneal` + `least_squares`: starting weights by simulated annealing, with SVD output
 //!   weights for linear outputs;
+//! - `evaluation`: one-hot targets from labels, and a model's criterion and confusion
+//!   matrix on a data set (shared by the CLI and the page);
 //! - `pipeline`: features from the DBN, the supervised stage, then optional fine-tuning of
 //!   the RBM weights together with the supervised layers.
 
@@ -18,6 +20,7 @@ pub mod config;
 pub mod conjugate_gradient;
 pub mod criterion;
 pub mod dropout;
+pub mod evaluation;
 pub mod least_squares;
 pub mod line_search;
 pub mod network;
