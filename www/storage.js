@@ -1,0 +1,184 @@
+// Save and load: download the model (the CLI's model.json) or upload one, keep the latest in
+// IndexedDB (saved when training ends and after a load, restored on the next visit once data
+// of its visible size is loaded), and export DEEP.LOG and the activation file.
+import { el, errorText, field, inlineError, panel } from './views/canvas.js';
+
+const SAVED_KEY = 'latest';
+
+// One object store of saved models. (www/vendor/ is filled by the build from npm packages;
+// these three calls are too few to add a dependency for.)
+const database = () => new Promise((resolve, reject) => {
+  const request = indexedDB.open('deepbelief-playground', 1);
+  request.onupgradeneeded = () => request.result.createObjectStore('models');
+  request.onsuccess = () => resolve(request.result);
+  request.onerror = () => reject(request.error);
+});
+async function inModels(mode, use) {
+  const db = await database();
+  try {
+    return await new Promise((resolve, reject) => {
+      const transaction = db.transaction('models', mode);
+      const request = use(transaction.objectStore('models'));
+      transaction.oncomplete = () => resolve(request.result);
+      transaction.onerror = transaction.onabort = () => reject(transaction.error);
+    });
+  } finally {
+    db.close();
+  }
+}
+const get = (key) => inModels('readonly', (models) => models.get(key));
+const set = (key, value) => inModels('readwrite', (models) => models.put(value, key));
+const del = (key) => inModels('readwrite', (models) => models.delete(key));
+
+function download(name, text, type = 'text/plain') {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = el('a', { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+function describeModel(summary) {
+  if (!summary) return 'no model';
+  const sizes = [summary.layers[0]?.[0], ...summary.layers.map(([, hidden]) => hidden)].join('–');
+  const supervised = summary.supervised ? ` + supervised (${[...summary.supervised.hidden, summary.supervised.n_outputs].join('–')})` : '';
+  return `RBM stack ${sizes}${supervised}, ${summary.parameters.toLocaleString()} parameters`;
+}
+
+export function mountStorage(container, app) {
+  const section = panel(container, {
+    hideKey: 'storage', heading: 'Save and load',
+    help: 'Download the trained model or load one; the page also keeps the latest model in this browser, so a reload keeps the work.',
+  });
+  const saveButton = el('button', { id: 'model-download', type: 'button', title: 'Download the current model as model.json (the command-line tool reads it too).' }, 'Download model.json');
+  const upload = el('input', { id: 'model-upload', type: 'file', accept: '.json,application/json' });
+  const uploadError = inlineError('model-upload-error');
+  const forget = el('button', { id: 'model-forget', type: 'button', title: 'Delete the model this browser keeps; the model on the page stays.' }, 'Forget saved model');
+  const status = el('p', { id: 'storage-status', className: 'view-note', role: 'status', 'aria-live': 'polite' }, 'No model saved in this browser yet.');
+  const logButton = el('button', { id: 'export-log', type: 'button', title: "Download DEEP.LOG: every layer's initialisation trials, epochs and stopping reason." }, 'Export DEEP.LOG');
+  const layer = el('select', { id: 'activation-layer' }, el('option', { value: 0 }, 'Layer 1'));
+  const activationsButton = el('button', { id: 'export-activations', type: 'button', title: "Download the chosen layer's hidden activations for every data case, as DEEP writes them." }, 'Export activations');
+  const exportError = inlineError('export-error');
+  section.append(
+    el('div', { className: 'view-controls', dataset: { hideKey: 'model_files' } },
+      saveButton,
+      field('Load model.json', upload, { title: 'Load a model.json saved by this page or by the command-line tool; the current model stays if the file is bad.' }),
+      uploadError, forget),
+    status,
+    el('div', { className: 'view-controls', dataset: { hideKey: 'exports' } },
+      logButton, field('Activations of', layer, { title: 'Which RBM layer\'s activations to export.' }), activationsButton, exportError));
+
+  let restoreTried = false;
+
+  const showStatus = (text) => { status.textContent = text; };
+
+  async function summary() {
+    return app.rpc('model_summary').catch(() => null);
+  }
+
+  // Saves the model in IndexedDB and hands the text to the page (J-core restarts a worker from it).
+  async function keep(reason) {
+    let text;
+    try {
+      text = await app.rpc('model_save');
+    } catch (error) {
+      showStatus(`Could not save the model: ${errorText(error)}`);
+      return;
+    }
+    const modelSummary = await summary();
+    const entry = { text, savedAt: new Date().toISOString(), nVisible: modelSummary?.layers?.[0]?.[0] ?? null, summary: modelSummary };
+    app.emit('model_saved', { text });
+    try {
+      await set(SAVED_KEY, entry);
+      showStatus(`${reason} Saved in this browser at ${new Date(entry.savedAt).toLocaleTimeString()}: ${describeModel(modelSummary)}.`);
+      status.dataset.saved = entry.savedAt;
+    } catch (error) {
+      showStatus(`${reason} This browser would not keep it (${errorText(error)}); download it to keep it.`);
+    }
+  }
+
+  async function restore(dataSummary) {
+    let entry;
+    try {
+      entry = await get(SAVED_KEY);
+    } catch (error) {
+      showStatus(`This browser's saved model could not be read (${errorText(error)}).`);
+      return;
+    }
+    if (!entry) return;
+    if (entry.nVisible !== dataSummary.n_inputs) {
+      showStatus(`The saved model (${entry.nVisible} inputs) does not fit this data (${dataSummary.n_inputs} inputs), so it was not restored; it stays saved.`);
+      return;
+    }
+    try {
+      const restored = await app.rpc('model_load', { name: 'saved model', text: entry.text });
+      app.emit('model_saved', { text: entry.text });
+      status.dataset.restored = entry.savedAt;
+      showStatus(`Restored the model saved at ${new Date(entry.savedAt).toLocaleString()}: ${describeModel(restored)}.`);
+    } catch (error) {
+      showStatus(`The saved model could not be restored (${errorText(error)}).`);
+    }
+  }
+
+  saveButton.addEventListener('click', async () => {
+    try {
+      download('model.json', await app.rpc('model_save'), 'application/json');
+      uploadError.show('');
+    } catch (error) {
+      uploadError.show(`Download: ${errorText(error)}`);
+    }
+  });
+
+  upload.addEventListener('change', async () => {
+    const [file] = upload.files;
+    if (!file) return;
+    uploadError.show('');
+    try {
+      const text = await file.text();
+      const loaded = await app.rpc('model_load', { name: file.name, text });
+      await keep(`Loaded ${file.name}: ${describeModel(loaded)}.`);
+    } catch (error) {
+      uploadError.show(`${file.name}: ${errorText(error)}. The current model is unchanged.`);
+    } finally {
+      upload.value = '';
+    }
+  });
+
+  forget.addEventListener('click', async () => {
+    await del(SAVED_KEY).catch(() => {});
+    delete status.dataset.saved;
+    showStatus('This browser no longer keeps a saved model.');
+  });
+
+  logButton.addEventListener('click', async () => {
+    try {
+      download('DEEP.LOG', await app.rpc('export_deep_log'));
+      exportError.show('');
+    } catch (error) {
+      exportError.show(`DEEP.LOG: ${errorText(error)}`);
+    }
+  });
+
+  activationsButton.addEventListener('click', async () => {
+    const index = Number(layer.value);
+    try {
+      download(`activations-layer${index + 1}.txt`, await app.rpc('export_activations', { layer: index }));
+      exportError.show('');
+    } catch (error) {
+      exportError.show(`Activations: ${errorText(error)}`);
+    }
+  });
+
+  app.on('model', ({ summary: modelSummary }) => {
+    const layers = modelSummary?.layers?.length ?? 0;
+    layer.replaceChildren(...Array.from({ length: Math.max(1, layers) }, (_, k) => el('option', { value: k }, `Layer ${k + 1}`)));
+  });
+  app.on('finished', ({ stopped }) => keep(stopped ? 'Training stopped; the model so far is kept.' : 'Training finished.'));
+  app.on('data', ({ summary: dataSummary }) => {
+    if (restoreTried) return;
+    restoreTried = true;
+    restore(dataSummary);
+  });
+  return { keep, restore };
+}

@@ -1,0 +1,69 @@
+// The dream: one generative chain from a random top-layer state, propagated down to the pixels
+// and drawn large as it wanders, with its own step counter and a filmstrip of recent frames.
+import { drawImage, el, errorText, panel } from './canvas.js';
+import { liveControls } from './gibbs.js';
+
+const FILM_FRAMES = 8;
+// A frame joins the filmstrip every this many posted frames, so the strip spans a while.
+const FILM_EVERY_FRAMES = 4;
+
+export function mountDream(container, app) {
+  const section = panel(container, {
+    hideKey: 'dream', heading: 'Dream',
+    help: 'One chain at the top layer, started from a random state; each frame is its top state propagated down to the pixels.',
+  });
+  const canvas = el('canvas', { id: 'dream-canvas', className: 'view-image dream-image', width: 1, height: 1, role: 'img', 'aria-label': 'The dreaming chain, as seen at the pixels' });
+  const film = el('ol', { id: 'dream-filmstrip', className: 'filmstrip', 'aria-label': 'Recent dream frames, oldest first' });
+  const note = el('p', { id: 'dream-note', className: 'view-note' }, 'The dream starts once a model exists.');
+  let started = false;
+  let restarts = 0;
+  let framesSeen = 0;
+
+  const live = liveControls(app, {
+    prefix: 'dream', hashPrefix: 'dream', defaults: { every: 5, speed: 20 },
+    onRestart: () => startDream(),
+    onConfigure: (value) => app.rpc('dream_configure', value).catch((error) => live.showError(errorText(error))),
+  });
+  section.append(live.row, el('div', { className: 'dream-stage' }, canvas, film), live.counter, note);
+
+  async function startDream() {
+    const timing = live.settings();
+    if (!timing) return;
+    const seed = (Number(app.settings()?.stack?.rbm?.seed) || 1) + 1000 + restarts;
+    restarts += 1;
+    try {
+      await app.rpc('dream_start', { seed, ...timing });
+      started = true;
+      framesSeen = 0;
+      film.replaceChildren();
+      note.textContent = 'Dreaming from a random top state.';
+    } catch (error) {
+      note.textContent = /no model/i.test(errorText(error)) ? 'The dream starts once a model exists.' : `Could not start the dream: ${errorText(error)}`;
+    }
+  }
+
+  function addFilmFrame(image, steps) {
+    const frame = el('canvas', { className: 'view-image', width: 1, height: 1, role: 'img', 'aria-label': `Dream after ${steps} steps` });
+    drawImage(frame, image);
+    film.append(el('li', { title: `after ${steps} steps` }, frame, el('span', {}, String(steps))));
+    while (film.children.length > FILM_FRAMES) film.firstElementChild.remove();
+  }
+
+  const startOnce = () => {
+    if (!started) startDream();
+  };
+  app.on('epoch', startOnce);
+  app.on('model', startOnce);
+  app.on('dream', ({ image, steps, error }) => {
+    if (error) {
+      note.textContent = /no model/i.test(error) ? 'Waiting for the model…' : `The dream stopped: ${error}`;
+      return;
+    }
+    drawImage(canvas, image);
+    live.steps.textContent = String(steps);
+    canvas.dataset.steps = String(steps);
+    if (framesSeen % FILM_EVERY_FRAMES === 0) addFilmFrame(image, steps);
+    framesSeen += 1;
+  });
+  return { restart: startDream };
+}
