@@ -46,6 +46,15 @@ function describeModel(summary) {
   return `RBM stack ${sizes}${supervised}, ${summary.parameters.toLocaleString()} parameters`;
 }
 
+// The CLI's activation selections (SECTION:LAYER, 0-based) the model offers.
+function activationChoices(summary) {
+  const rbm = summary?.layers?.length || 1;
+  const options = Array.from({ length: rbm }, (_, k) => el('option', { value: `unsupervised:${k}`, title: `Hidden units of RBM ${k + 1}` }, `RBM ${k + 1}`));
+  summary?.supervised?.hidden.forEach((units, k) => options.push(el('option', { value: `supervised:${k}`, title: `Supervised hidden layer ${k + 1} (${units} units)` }, `Supervised ${k + 1}`)));
+  if (summary?.supervised) options.push(el('option', { value: 'output:0', title: 'The class probabilities of the output layer' }, 'Output'));
+  return options;
+}
+
 export function mountStorage(container, app) {
   const section = panel(container, {
     hideKey: 'storage', heading: 'Save and load',
@@ -57,7 +66,7 @@ export function mountStorage(container, app) {
   const forget = el('button', { id: 'model-forget', type: 'button', title: 'Delete the model this browser keeps; the model on the page stays.' }, 'Forget saved model');
   const status = el('p', { id: 'storage-status', className: 'view-note', role: 'status', 'aria-live': 'polite' }, 'No model saved in this browser yet.');
   const logButton = el('button', { id: 'export-log', type: 'button', title: "Download DEEP.LOG: every layer's initialisation trials, epochs and stopping reason." }, 'Export DEEP.LOG');
-  const layer = el('select', { id: 'activation-layer' }, el('option', { value: 0 }, 'Layer 1'));
+  const layer = el('select', { id: 'activation-layer' }, ...activationChoices(null));
   const activationsButton = el('button', { id: 'export-activations', type: 'button', title: "Download the chosen layer's hidden activations for every data case, as DEEP writes them." }, 'Export activations');
   const exportError = inlineError('export-error');
   section.append(
@@ -161,9 +170,9 @@ export function mountStorage(container, app) {
   });
 
   activationsButton.addEventListener('click', async () => {
-    const index = Number(layer.value);
+    const selection = layer.value;
     try {
-      download(`activations-layer${index + 1}.txt`, await app.rpc('export_activations', { layer: index }));
+      download(`activations-${selection.replace(/:/g, '-')}.txt`, await app.rpc('export_activations', { selection }));
       exportError.show('');
     } catch (error) {
       exportError.show(`Activations: ${errorText(error)}`);
@@ -171,8 +180,9 @@ export function mountStorage(container, app) {
   });
 
   app.on('model', ({ summary: modelSummary }) => {
-    const layers = modelSummary?.layers?.length ?? 0;
-    layer.replaceChildren(...Array.from({ length: Math.max(1, layers) }, (_, k) => el('option', { value: k }, `Layer ${k + 1}`)));
+    const previous = layer.value;
+    layer.replaceChildren(...activationChoices(modelSummary));
+    if ([...layer.options].some((option) => option.value === previous)) layer.value = previous;
   });
   app.on('finished', ({ stopped }) => keep(stopped ? 'Training stopped; the model so far is kept.' : 'Training finished.'));
   app.on('data', ({ summary: dataSummary }) => {

@@ -56,7 +56,8 @@ export function mountDream(container, app) {
   app.on('model', startOnce);
   app.on('dream', ({ image, steps, error }) => {
     if (error) {
-      note.textContent = /no model/i.test(error) ? 'Waiting for the model…' : `The dream stopped: ${error}`;
+      if (/no dream/i.test(error)) started = false;
+      note.textContent = /no model|no dream/i.test(error) ? 'Waiting for the model…' : `The dream stopped: ${error}`;
       return;
     }
     drawImage(canvas, image);

@@ -171,7 +171,9 @@ export function mountGibbs(container, app) {
   app.on('model', startOnce);
   app.on('samples', ({ image, steps, error, device }) => {
     if (error) {
-      note.textContent = /no model/i.test(error) ? 'Waiting for the model…' : `Sampling stopped: ${error}`;
+      // The engine dropped the chains (a new model): start them afresh at the next chance.
+      if (/no chains/i.test(error)) started = false;
+      note.textContent = /no model|no chains/i.test(error) ? 'Waiting for the model…' : `Sampling stopped: ${error}`;
       return;
     }
     drawImage(canvas, image);

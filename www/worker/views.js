@@ -90,6 +90,15 @@ export function viewCommands(ctx) {
     return { image, steps: Number(pg.chain_steps()), device: 'cpu' };
   }, (body) => ctx.post('samples', body));
 
+  let lastChains = null;
+  function startChainsWith({ count = 10, fromData = true, cases = null, seed = 1, columns = 10, every, speed }) {
+    ctx.playground.start_chains(count, fromData, cases ? Uint32Array.from(cases) : null, seedOf(seed));
+    chainColumns = Math.max(1, Math.floor(columns));
+    chainsOnGpuFailed = false;
+    chains.start({ every, speed });
+  }
+
+  let lastDreamSeed = null;
   const dream = new LiveLoop(async (steps) => {
     const pg = ctx.playground;
     const image = pg.advance_dream(steps);
@@ -127,12 +136,10 @@ export function viewCommands(ctx) {
 
     // Starts (or restarts) the chains; `cases` (an array of case indices) picks data starts,
     // null with fromData the first `count` cases, fromData false random top states.
-    async chains_start({ count = 10, fromData = true, cases = null, seed = 1, columns = 10, every, speed } = {}) {
+    async chains_start(args = {}) {
       chains.stop();
-      ctx.playground.start_chains(count, fromData, cases ? Uint32Array.from(cases) : null, seedOf(seed));
-      chainColumns = Math.max(1, Math.floor(columns));
-      chainsOnGpuFailed = false;
-      chains.start({ every, speed });
+      startChainsWith(args);
+      lastChains = args;
       return { steps: Number(ctx.playground.chain_steps()) };
     },
 
@@ -149,6 +156,7 @@ export function viewCommands(ctx) {
     async dream_start({ seed = 1, every, speed } = {}) {
       dream.stop();
       ctx.playground.start_dream(seedOf(seed));
+      lastDreamSeed = seed;
       dream.start({ every, speed });
       return { steps: Number(ctx.playground.dream_steps()) };
     },
@@ -184,6 +192,12 @@ export function viewCommands(ctx) {
     async model_load({ name = 'model.json', text } = {}) {
       if (ctx.isTraining()) throw Object.assign(new Error('stop training before loading a model'), { field: 'model_upload' });
       const summary = ctx.playground.load_model(name, text);
+      // Loading drops the chains and the dream; running ones go on from the new model.
+      if (chains.running && lastChains) startChainsWith(lastChains);
+      if (dream.running && lastDreamSeed !== null) {
+        ctx.playground.start_dream(seedOf(lastDreamSeed));
+        dream.start({});
+      }
       ctx.post('model', { summary });
       return summary;
     },
@@ -196,8 +210,9 @@ export function viewCommands(ctx) {
       return ctx.playground.deep_log();
     },
 
-    async export_activations({ layer = 0 } = {}) {
-      return ctx.playground.activations(layer);
+    // `selection`: the CLI's SECTION:LAYER[:NEURON], e.g. unsupervised:0 or output:0.
+    async export_activations({ selection = 'unsupervised:0' } = {}) {
+      return ctx.playground.activations(selection);
     },
   };
 }
