@@ -1,5 +1,6 @@
-//! Tiles many small grey images (filters, samples, digits) into one picture: RGBA for the
-//! page, one grey byte per pixel for PNG files.
+//! Tiles many small images (filters, samples, digits) into one picture: RGBA for the page,
+//! one grey byte per pixel for PNG files. Filters come in DEEP's grey mode or in colour
+//! (the sign as hue, the size as brightness).
 
 use serde::Serialize;
 
@@ -28,6 +29,25 @@ pub fn tile(images: &[f32], count: usize, shape: (usize, usize), columns: usize,
         px.copy_from_slice(&[40, 40, 48, 255]);
     }
     paint_tiles(images, &grid, scaling, |at, grey| data[at * 4..at * 4 + 4].copy_from_slice(&[grey, grey, grey, 255]));
+    RgbaImage { width: grid.width, height: grid.height, data }
+}
+
+/// As [`tile`], in colour: each tile is scaled by its own max|w| like
+/// `Scaling::SymmetricPerTile`, but positive values are drawn red and negative ones blue, with
+/// brightness `|w| / max|w|`, so zero is black. Small weights of either sign vanish instead of
+/// sitting at mid-grey, which makes the shape of a filter's strong part easier to see.
+pub fn tile_colour(images: &[f32], count: usize, shape: (usize, usize), columns: usize) -> RgbaImage {
+    let grid = GridLayout::new(count, shape, columns);
+    let mut data = vec![0u8; grid.width * grid.height * 4];
+    for px in data.chunks_exact_mut(4) {
+        px.copy_from_slice(&[40, 40, 48, 255]);
+    }
+    visit_tiles(images, &grid, |at, value, max_abs| {
+        let signed = (value / max_abs).clamp(-1.0, 1.0);
+        let level = (signed.abs() * 255.0).round() as u8;
+        let rgba = if signed >= 0.0 { [level, 0, 0, 255] } else { [0, 0, level, 255] };
+        data[at * 4..at * 4 + 4].copy_from_slice(&rgba);
+    });
     RgbaImage { width: grid.width, height: grid.height, data }
 }
 
@@ -69,21 +89,26 @@ impl GridLayout {
 
 /// Calls `put(pixel index, grey)` for every pixel of every tile.
 fn paint_tiles(images: &[f32], grid: &GridLayout, scaling: Scaling, mut put: impl FnMut(usize, u8)) {
+    visit_tiles(images, grid, |at, value, max_abs| {
+        let (low, high) = match scaling {
+            Scaling::Unit => (0.0, 1.0),
+            Scaling::SymmetricPerTile => (-max_abs, max_abs),
+        };
+        let v = ((value - low) / (high - low)).clamp(0.0, 1.0);
+        put(at, (v * 255.0).round() as u8);
+    });
+}
+
+/// Calls `visit(pixel index, value, the tile's max |value|)` for every pixel of every tile.
+fn visit_tiles(images: &[f32], grid: &GridLayout, mut visit: impl FnMut(usize, f32, f32)) {
     let (rows, cols) = grid.tile_shape;
     for k in 0..grid.count {
         let image = &images[k * rows * cols..(k + 1) * rows * cols];
-        let (low, high) = match scaling {
-            Scaling::Unit => (0.0, 1.0),
-            Scaling::SymmetricPerTile => {
-                let max = image.iter().fold(0.0f32, |m, x| m.max(x.abs())).max(1e-12);
-                (-max, max)
-            }
-        };
+        let max_abs = image.iter().fold(0.0f32, |m, x| m.max(x.abs())).max(1e-12);
         let (x0, y0) = ((k % grid.columns) * (cols + 1) + 1, (k / grid.columns) * (rows + 1) + 1);
         for r in 0..rows {
             for c in 0..cols {
-                let v = ((image[r * cols + c] - low) / (high - low)).clamp(0.0, 1.0);
-                put((y0 + r) * grid.width + x0 + c, (v * 255.0).round() as u8);
+                visit((y0 + r) * grid.width + x0 + c, image[r * cols + c], max_abs);
             }
         }
     }

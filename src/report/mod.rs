@@ -4,8 +4,10 @@
 pub mod classification;
 pub mod deep_log;
 pub mod deep_log_supervised;
+pub mod histogram;
 pub mod image_grid;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod npz;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod png;
+pub mod training_log;

@@ -11,22 +11,57 @@ use crate::report::image_grid::{self, Scaling};
 use crate::sample::GenerativeChains;
 use wasm_bindgen::prelude::*;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct ChainSpec {
     count: usize,
     from_data: bool,
+    /// Data cases the chains start from, when chosen; else the first `count`.
+    cases: Option<Vec<usize>>,
     seed: u64,
+}
+
+impl ChainSpec {
+    fn start_cases(&self, n_cases: usize) -> Vec<usize> {
+        match &self.cases {
+            Some(cases) => cases.clone(),
+            None => (0..self.count.min(n_cases)).collect(),
+        }
+    }
 }
 
 #[wasm_bindgen]
 impl Playground {
-    /// Starts `count` generative chains from the first `count` data cases (the embedded
-    /// default is interleaved by class, so these show every digit) or from random states.
-    pub fn start_chains(&mut self, count: usize, from_data: bool, seed: u64) -> Result<(), JsError> {
-        self.drop_chains();
-        self.chain_spec = Some(ChainSpec { count: count.max(1), from_data, seed });
-        self.chains = Some(self.new_cpu_chains()?);
-        Ok(())
+    /// Starts generative chains from data cases: the given `cases` (indices into the loaded
+    /// data), or else the first `count` (the embedded default is interleaved by class, so these
+    /// show every digit); or, without `from_data`, `count` chains from random top states.
+    pub fn start_chains(&mut self, count: usize, from_data: bool, cases: Option<Vec<u32>>, seed: u64) -> Result<(), JsError> {
+        let n_cases = self.data()?.n_cases;
+        let cases = match cases {
+            Some(cases) if from_data => {
+                if cases.is_empty() {
+                    return Err(JsError::new("cases: expected at least one data case"));
+                }
+                if let Some(bad) = cases.iter().find(|&&k| k as usize >= n_cases) {
+                    return Err(JsError::new(&format!("cases: case {bad} is out of range (the data has {n_cases} cases, numbered from 0)")));
+                }
+                Some(cases.into_iter().map(|k| k as usize).collect::<Vec<_>>())
+            }
+            _ => None,
+        };
+        let count = cases.as_ref().map_or(count, Vec::len).max(1);
+        let spec = ChainSpec { count, from_data, cases, seed };
+        let previous = self.chain_spec.replace(spec);
+        match self.new_cpu_chains() {
+            Ok(chains) => {
+                self.drop_chains();
+                self.chains = Some(chains);
+                Ok(())
+            }
+            Err(e) => {
+                self.chain_spec = previous;
+                Err(e)
+            }
+        }
     }
 
     /// Advances the chains `steps` Gibbs steps on the CPU and returns them as seen at the pixels.
@@ -81,12 +116,11 @@ impl Playground {
     }
 
     fn new_cpu_chains(&self) -> Result<CpuChains, JsError> {
-        let spec = self.chain_spec.ok_or_else(|| JsError::new("no chains started"))?;
+        let spec = self.chain_spec.as_ref().ok_or_else(|| JsError::new("no chains started"))?;
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let data = self.data()?;
         let chains = if spec.from_data {
-            let cases: Vec<usize> = (0..spec.count.min(data.n_cases)).collect();
-            GenerativeChains::from_data(&model, &CpuBackend, data, &cases, spec.seed)
+            GenerativeChains::from_data(&model, &CpuBackend, data, &spec.start_cases(data.n_cases), spec.seed)
         } else {
             GenerativeChains::from_random(&model, &CpuBackend, spec.count, spec.seed)
         };
@@ -96,7 +130,7 @@ impl Playground {
     /// The device chains, following the current model (new ones for a deeper model), advanced
     /// `steps` steps: everything but the read-back, which the caller awaits.
     fn prepare_gpu_chains(&mut self, steps: usize) -> Result<(GpuChains, crate::gpu::GpuContext), JsError> {
-        let spec = self.chain_spec.ok_or_else(|| JsError::new("no chains started"))?;
+        let spec = self.chain_spec.clone().ok_or_else(|| JsError::new("no chains started"))?;
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let ctx = self.gpu.borrow().context().ok_or_else(|| JsError::new("no WebGPU device"))?;
         let existing = self.gpu.borrow_mut().chains.take();
@@ -108,8 +142,7 @@ impl Playground {
             _ => {
                 let data = self.data()?;
                 if spec.from_data {
-                    let cases: Vec<usize> = (0..spec.count.min(data.n_cases)).collect();
-                    GpuChains::from_data(&ctx, &model, data, &cases, spec.seed).map_err(js_error)?
+                    GpuChains::from_data(&ctx, &model, data, &spec.start_cases(data.n_cases), spec.seed).map_err(js_error)?
                 } else {
                     GpuChains::from_random(&ctx, &model, spec.count, spec.seed).map_err(js_error)?
                 }

@@ -1,1 +1,203 @@
-//! Saving and loading models, and the DEEP.LOG and activation exports.
+//! Saving and loading models (the CLI's `model.json`, docs/MODEL_FORMAT.md), and the DEEP.LOG
+//! and activation exports, built by the same library code as `deepbelief train`
+//! (`report::training_log`), so files move freely between the page and the command line.
+
+use super::training::PageConfig;
+use super::{js_error, to_js, LayerHistory, Playground};
+use crate::backend::cpu::CpuBackend;
+use crate::backend::Backend;
+use crate::data::Dataset;
+use crate::model::format::{self, SavedDbn, Standardisation};
+use crate::model::Dbn;
+use crate::report::classification::ActivationSelection;
+use crate::report::deep_log::DataSummary;
+use crate::report::deep_log_supervised::analyze_tables;
+use crate::report::training_log::{self, LayerOutcome, MEASURED_CASES};
+use crate::train::{GreedyTrainer, StopReason};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+#[derive(Serialize)]
+struct ModelSummary {
+    /// `[n_visible, n_hidden]` per RBM layer, bottom up.
+    layers: Vec<(usize, usize)>,
+    supervised: Option<SupervisedSummary>,
+    /// Weights and biases of every layer, supervised ones included.
+    parameters: usize,
+}
+
+#[derive(Serialize)]
+struct SupervisedSummary {
+    hidden: Vec<usize>,
+    n_outputs: usize,
+}
+
+#[wasm_bindgen]
+impl Playground {
+    /// The trained layers as `model.json` text. During training, the layers finished so far.
+    pub fn save_model(&self) -> Result<String, JsError> {
+        Ok(format::to_json(&self.saved_model()?))
+    }
+
+    /// Reads `model.json` text (`name` begins every error). The model must fit the loaded
+    /// data; on any error nothing changes. On success it replaces the run: every layer is
+    /// trained, and chains and the dream stop.
+    pub fn load_model(&mut self, name: &str, text: &str) -> Result<JsValue, JsError> {
+        let saved = format::from_json(name, text).map_err(js_error)?;
+        let data = self.data.as_ref().ok_or_else(|| JsError::new(&format!("{name}: load data before a model, so the model can be checked against it")))?;
+        let n_visible = saved.dbn.layers[0].n_visible;
+        if n_visible != data.n_inputs {
+            return Err(JsError::new(&format!(
+                "{name}: field `layers[0].n_visible` is {n_visible}, but the loaded data ({}) has {} inputs per case; load matching data first",
+                data.name, data.n_inputs
+            )));
+        }
+        // Batch settings are checked against the number of training cases, which is the
+        // page's, not the file's: a model trained on more cases must still load. The file's
+        // own settings go back in once the trainer exists.
+        let mut relaxed = saved.config.clone();
+        relaxed.rbm.batch_size = None;
+        relaxed.rbm.n_batches = 1;
+        let mut trainer = GreedyTrainer::new(relaxed, data).map_err(|e| JsError::new(&format!("{name}: field `config`: {e}")))?;
+        trainer.config = saved.config.clone();
+        trainer.dbn = saved.dbn.clone();
+        self.release_gpu_for_load();
+        self.trainer = Some(trainer);
+        self.fallback = None;
+        self.config = Some(PageConfig { stack: saved.config.clone(), supervised: saved.supervised.as_ref().map(|s| s.config.clone()) });
+        self.supervised = saved.supervised.clone();
+        self.history.clear();
+        self.drop_chains();
+        self.chain_spec = None;
+        self.views.dream = None;
+        self.views.loaded = Some(saved);
+        self.model_summary()
+    }
+
+    /// The DEEP.LOG report of the trained layers (and the supervised layers, when present).
+    pub fn deep_log(&self) -> Result<String, JsError> {
+        let model = self.saved_model()?;
+        let training = self.training_cases()?;
+        let statistics = Standardisation::fit(&training);
+        let data_summary = DataSummary {
+            train_file: self.data()?.name.clone(),
+            labels_file: None,
+            n_cases: training.n_cases,
+            image_shape: training.image_shape,
+            input_means: statistics.mean,
+            input_sds: statistics.sd,
+            standardised: false,
+            preprocessing: Vec::new(),
+        };
+        let outcomes = self.layer_outcomes(&model.dbn, &training);
+        let program = format!("deepbelief {} (playground page)", env!("CARGO_PKG_VERSION"));
+        let measured_cases = training.n_cases.min(MEASURED_CASES);
+        let log = training_log::deep_log(program, data_summary, &model.config, CpuBackend.describe(), &model.dbn, &outcomes, measured_cases);
+        let supervised = model.supervised.as_ref().map(|saved| {
+            let mut supervised = training_log::supervised_log(&model.dbn, saved);
+            if let Some(error) = saved.train_error {
+                supervised.outcome.push(("training error".into(), format!("{:.2}%", 100.0 * error)));
+            }
+            supervised.analyze = Some(analyze_tables(&CpuBackend, &model.dbn, &training, MEASURED_CASES));
+            supervised
+        });
+        Ok(log.render_with_supervised(supervised.as_ref()))
+    }
+
+    /// The activation file for every loaded case (held-out ones included): `layer` is the
+    /// CLI's selection, `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:0`).
+    pub fn activations(&self, layer: &str) -> Result<String, JsError> {
+        let selection: ActivationSelection = layer.parse().map_err(|e: String| JsError::new(&format!("layer: {e}")))?;
+        let model = self.saved_model()?;
+        let data = self.data()?;
+        let mut inputs = vec![0.0; data.n_cases * data.n_inputs];
+        data.gather_into(&(0..data.n_cases).collect::<Vec<_>>(), &mut inputs);
+        let mut text = Vec::new();
+        training_log::write_activation_file(&mut text, &CpuBackend, &model.dbn, model.supervised.as_ref(), &inputs, selection).map_err(|e| JsError::new(&format!("layer: {e}")))?;
+        String::from_utf8(text).map_err(js_error)
+    }
+
+    /// The model's shape (the layer in training included), or `null` before there is one.
+    pub fn model_summary(&self) -> Result<JsValue, JsError> {
+        let Some(dbn) = self.model() else { return Ok(JsValue::NULL) };
+        let mut parameters: usize = dbn.layers.iter().map(|l| l.weights.len() + l.n_visible + l.n_hidden).sum();
+        let supervised = self.supervised.as_ref().map(|saved| {
+            let layers = &saved.network.layers;
+            parameters += layers.iter().map(|l| l.n_params()).sum::<usize>();
+            SupervisedSummary { hidden: layers[..layers.len() - 1].iter().map(|l| l.n_out).collect(), n_outputs: saved.network.n_outputs() }
+        });
+        to_js(&ModelSummary { layers: dbn.layers.iter().map(|l| (l.n_visible, l.n_hidden)).collect(), supervised, parameters })
+    }
+}
+
+impl Playground {
+    /// The model as the CLI would save it: the finished layers, their training records, the
+    /// data's shape and means. A model loaded and not retrained since keeps what its file
+    /// said of the data it was trained on.
+    fn saved_model(&self) -> Result<SavedDbn, JsError> {
+        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
+        if trainer.dbn.layers.is_empty() {
+            return Err(JsError::new("no layer has finished training yet"));
+        }
+        let mut config = trainer.config.clone();
+        config.layers.truncate(trainer.dbn.layers.len());
+        let dbn = trainer.dbn.clone();
+        let supervised = self.supervised.clone();
+        if let Some(loaded) = self.views.loaded.as_ref().filter(|_| self.history.is_empty()) {
+            return Ok(SavedDbn { config, dbn, supervised, ..loaded.clone() });
+        }
+        let training = self.training_cases()?;
+        let outcomes = self.layer_outcomes(&dbn, &training);
+        Ok(SavedDbn {
+            image_shape: training.image_shape,
+            visible_means: Some(training.input_means()),
+            standardisation: None,
+            preprocessing: None,
+            config,
+            training: training_log::training_records(&outcomes),
+            dbn,
+            supervised,
+        })
+    }
+
+    /// Each finished layer's outcome: from this page's training history where there is one,
+    /// else from the loaded file's records; the final error and unit activity measured now on
+    /// the training cases.
+    fn layer_outcomes(&self, dbn: &Dbn, training: &Dataset) -> Vec<LayerOutcome> {
+        let measured = training_log::measure_layers(&CpuBackend, dbn, training);
+        let loaded = self.views.loaded.as_ref().filter(|_| self.history.is_empty());
+        measured
+            .into_iter()
+            .enumerate()
+            .map(|(k, (final_error, activity))| {
+                let mut outcome = match (self.history.get(k), loaded.and_then(|l| l.training.get(k))) {
+                    (Some(history), _) => outcome_of_history(history),
+                    (None, Some(record)) => LayerOutcome { epochs: Vec::new(), stop: record.stop, ..LayerOutcome::started(Vec::new(), 0, record.init_error) },
+                    (None, None) => LayerOutcome::started(Vec::new(), 0, f64::NAN),
+                };
+                outcome.final_error = final_error;
+                outcome.activity = activity;
+                outcome
+            })
+            .collect()
+    }
+
+    /// A GPU layer of an abandoned run gives its device back for the next one.
+    fn release_gpu_for_load(&mut self) {
+        let mut gpu = self.gpu.borrow_mut();
+        if let Some(trainer) = gpu.layer.take().and_then(|l| l.trainer) {
+            gpu.ctx = Some(trainer.into_context());
+        }
+    }
+}
+
+/// The page measures no separate initial error: the best initialisation trial's error (the
+/// same mean-field reconstruction error, on the initialisation cases) stands for it.
+fn outcome_of_history(history: &LayerHistory) -> LayerOutcome {
+    let init_error = history.trial_errors.get(history.best_trial).copied().unwrap_or(f64::NAN);
+    LayerOutcome {
+        epochs: history.epochs.clone(),
+        stop: history.stop.unwrap_or(StopReason::MaxEpochs),
+        ..LayerOutcome::started(history.trial_errors.clone(), history.best_trial, init_error)
+    }
+}

@@ -9,11 +9,11 @@ use crate::train_settings::TrainSettings;
 use deepbelief::backend::Backend;
 use deepbelief::model::format::SavedDbn;
 use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
-use deepbelief::report::classification::{write_activations, ActivationSelection, Section};
-use deepbelief::report::deep_log::setting_entries;
+use deepbelief::report::classification::ActivationSelection;
 use deepbelief::report::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
+use deepbelief::report::training_log::{self, output_name, supervised_log};
 use deepbelief::supervised::optimise::OptimiseReport;
-use deepbelief::supervised::{complete_network, train_supervised, OutputKind, Stage, SupervisedOutcome};
+use deepbelief::supervised::{train_supervised, Stage, SupervisedOutcome};
 use deepbelief::train::greedy::propagate_dataset;
 
 /// Cases for the Analyze tables and the fine-tuned reconstruction errors.
@@ -95,13 +95,6 @@ pub fn error_text(evaluation: &Evaluation) -> String {
     }
 }
 
-fn output_name(output: OutputKind) -> &'static str {
-    match output {
-        OutputKind::SoftMax => "softmax",
-        OutputKind::Linear => "linear",
-    }
-}
-
 /// Each tuned RBM's reconstruction error on the data as the tuned layers below deliver it.
 fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &TrainingData) -> Vec<f64> {
     let mut measured = data.dataset.subset(&crate::input::spread_cases(data.dataset.n_cases, MEASURED_CASES));
@@ -118,24 +111,10 @@ fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &Trainin
 /// activations.txt in the output folder: the selected layer's activations, one line per
 /// training case.
 fn write_activation_file(settings: &TrainSettings, backend: &dyn Backend, model: &SavedDbn, inputs: &[f32], selection: ActivationSelection) -> Result<(), String> {
-    let saved = model.supervised.as_ref().expect("a supervised model");
-    let unsupervised: Vec<usize> = model.dbn.layers.iter().map(|l| l.n_hidden).collect();
-    let hidden: Vec<usize> = saved.network.layers[..saved.network.layers.len() - 1].iter().map(|l| l.n_out).collect();
-    let width = selection.layer_width(&unsupervised, &hidden, saved.network.n_outputs())?;
-    let index = match selection.section {
-        Section::Unsupervised => selection.layer,
-        Section::Supervised => unsupervised.len() + selection.layer,
-        Section::Output => unsupervised.len() + hidden.len(),
-    };
-    let net = complete_network(&model.dbn, &saved.network);
-    let n_cases = inputs.len() / net.n_inputs();
-    let mut activations = Vec::with_capacity(n_cases * width);
-    for block in inputs.chunks(2048 * net.n_inputs()) {
-        activations.extend_from_slice(&net.forward_all(backend, block)[index]);
-    }
     let path = settings.out.join("activations.txt");
     let mut file = std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: cannot create the file ({e})", path.display()))?);
-    write_activations(&mut file, &activations, n_cases, width, selection.neuron, &format!("# {selection}")).map_err(|e| format!("{}: {e}", path.display()))
+    training_log::write_activation_file(&mut file, backend, &model.dbn, model.supervised.as_ref(), inputs, selection)?;
+    std::io::Write::flush(&mut file).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))
 }
 
 fn report_entries(prefix: &str, report: &OptimiseReport) -> Vec<(String, String)> {
@@ -151,13 +130,6 @@ fn report_entries(prefix: &str, report: &OptimiseReport) -> Vec<(String, String)
 impl SupervisedRun {
     /// What DEEP.LOG shows of the supervised part.
     pub fn log(&self, model: &SavedDbn) -> SupervisedLog {
-        let saved = model.supervised.as_ref().expect("a supervised model");
-        let mut architecture = model.dbn.sizes();
-        architecture.extend(saved.network.layers.iter().map(|l| l.n_out));
-        let last = saved.network.layers.last().expect("an output layer");
-        let output_weights = (0..last.n_out)
-            .map(|j| (0..last.n_in).map(|i| last.weights[i * last.n_out + j]).chain([last.bias[j]]).collect())
-            .collect();
         let mut outcome = Vec::new();
         if let Some(anneal) = &self.outcome.anneal {
             outcome.push(("annealing best criterion".to_string(), format!("{:.6} (start {:.6})", anneal.best_criterion, anneal.start_criterion)));
@@ -177,21 +149,12 @@ impl SupervisedRun {
             }
         }
         SupervisedLog {
-            architecture,
-            output: output_name(saved.network.output).to_string(),
-            fine_tuned: saved.fine_tuned,
-            parameters: setting_entries(&saved.config),
             outcome,
             fine_tuned_reconstruction: self.fine_tuned_reconstruction.clone(),
-            output_weights,
-            target_names: saved.target_names.clone(),
-            criterion_name: match saved.network.output {
-                OutputKind::SoftMax => "log likelihood".into(),
-                OutputKind::Linear => "mean squared error".into(),
-            },
             criterion_value: self.train.criterion,
             confusion,
             analyze: Some(self.analyze.clone()),
+            ..supervised_log(&model.dbn, model.supervised.as_ref().expect("a supervised model"))
         }
     }
 }

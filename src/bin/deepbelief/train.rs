@@ -13,36 +13,20 @@ use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
 use deepbelief::data::{Dataset, Preprocessing};
-use deepbelief::eval::hidden_unit_statistics;
-use deepbelief::model::format::{self, LayerTraining, SavedDbn};
-use deepbelief::report::deep_log::{stop_description, DataSummary, DeepLog, LayerLog, UnitActivity};
+use deepbelief::model::format::{self, SavedDbn};
+use deepbelief::report::deep_log::{stop_description, DataSummary};
+use deepbelief::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use deepbelief::report::image_grid::{self, Scaling};
 use deepbelief::report::png::write_grey_png;
 use deepbelief::train::greedy::propagate_dataset;
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::train::{CdTrainer, EpochReport, GreedyEvent, GreedyTrainer, StopReason, TrainError};
+use deepbelief::train::{CdTrainer, GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
 use std::path::Path;
-
-/// Cases (spread through the data) on which each layer's reconstruction error before and
-/// after training and its hidden unit statistics are measured: enough for 4-digit figures,
-/// few enough that a 2000-unit layer's activations stay small.
-const MEASURED_CASES: usize = 10_000;
 
 /// First-layer filters drawn in filters.png.
 const FILTERS_SHOWN: usize = 100;
 const FILTER_COLUMNS: usize = 10;
-
-/// What one layer's training produced, for the log, the model file and the JSON.
-struct LayerOutcome {
-    trial_errors: Vec<f64>,
-    best_trial: usize,
-    init_error: f64,
-    final_error: f64,
-    epochs: Vec<EpochReport>,
-    stop: StopReason,
-    activity: Vec<UnitActivity>,
-}
 
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let settings = args.settings()?;
@@ -75,11 +59,7 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         standardisation: data.standardisation.clone(),
         preprocessing: data.preprocessing.clone(),
         config: settings.stack.clone(),
-        training: outcomes
-            .iter()
-            .enumerate()
-            .map(|(layer, o)| LayerTraining { layer, epochs: o.epochs.len(), stop: o.stop, init_error: o.init_error, final_error: o.final_error })
-            .collect(),
+        training: training_log::training_records(&outcomes),
         dbn: trainer.dbn,
         supervised: None,
     };
@@ -133,15 +113,7 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, mut gpu: Option
             GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
                 let initial = &trainer.current_trainer().expect("a layer has just started").rbm;
                 let init_error = initial.reconstruction_error(backend, &measured, usize::MAX);
-                outcomes.push(LayerOutcome {
-                    trial_errors,
-                    best_trial,
-                    init_error,
-                    final_error: f64::NAN,
-                    epochs: Vec::new(),
-                    stop: StopReason::MaxEpochs,
-                    activity: Vec::new(),
-                });
+                outcomes.push(LayerOutcome::started(trial_errors, best_trial, init_error));
                 progress.layer_started(layer, n_layers, settings.stack.rbm.epochs);
                 if let Some(ctx) = gpu.take() {
                     gpu = train_layer_on_gpu(ctx, &mut trainer, dataset, layer, &mut progress, outcomes.last_mut().expect("just pushed"), settings.backend)?;
@@ -158,11 +130,7 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, mut gpu: Option
             GreedyEvent::LayerFinished { layer } => {
                 let rbm = &trainer.dbn.layers[layer];
                 let outcome = outcomes.last_mut().expect("a layer finishes after it starts");
-                outcome.final_error = rbm.reconstruction_error(backend, &measured, usize::MAX);
-                outcome.activity = hidden_unit_statistics(backend, rbm, &measured, usize::MAX)
-                    .into_iter()
-                    .map(|s| UnitActivity { q_mean: s.mean_activation, q_sd: s.standard_deviation, skewness: s.skewness })
-                    .collect();
+                outcome.finish(backend, rbm, &measured);
                 progress.layer_finished(
                     layer,
                     n_layers,
@@ -265,38 +233,19 @@ fn write_outputs(
     };
     let mut written = vec![write("model.json", format::to_json(model).as_bytes())?];
 
-    let log = DeepLog {
-        program: format!("deepbelief {}", env!("CARGO_PKG_VERSION")),
-        data: DataSummary {
-            train_file: settings.data.train_images.display().to_string(),
-            labels_file: settings.data.train_labels.as_ref().map(|p| p.display().to_string()),
-            n_cases: data.dataset.n_cases,
-            image_shape: data.dataset.image_shape,
-            input_means: data.raw_statistics.mean.clone(),
-            input_sds: data.raw_statistics.sd.clone(),
-            standardised: data.standardisation.is_some(),
-            preprocessing: data.preprocessing.as_ref().map(describe_preprocessing).unwrap_or_default(),
-        },
-        config: &model.config,
-        backend: backend.describe(),
-        layers: model
-            .dbn
-            .layers
-            .iter()
-            .zip(outcomes)
-            .map(|(rbm, o)| LayerLog {
-                rbm,
-                trial_errors: o.trial_errors.clone(),
-                best_trial: o.best_trial,
-                init_error: o.init_error,
-                final_error: o.final_error,
-                measured_cases: data.dataset.n_cases.min(MEASURED_CASES),
-                epochs: o.epochs.clone(),
-                stop: o.stop,
-                activity: o.activity.clone(),
-            })
-            .collect(),
+    let data_summary = DataSummary {
+        train_file: settings.data.train_images.display().to_string(),
+        labels_file: settings.data.train_labels.as_ref().map(|p| p.display().to_string()),
+        n_cases: data.dataset.n_cases,
+        image_shape: data.dataset.image_shape,
+        input_means: data.raw_statistics.mean.clone(),
+        input_sds: data.raw_statistics.sd.clone(),
+        standardised: data.standardisation.is_some(),
+        preprocessing: data.preprocessing.as_ref().map(describe_preprocessing).unwrap_or_default(),
     };
+    let program = format!("deepbelief {}", env!("CARGO_PKG_VERSION"));
+    let measured_cases = data.dataset.n_cases.min(MEASURED_CASES);
+    let log = training_log::deep_log(program, data_summary, &model.config, backend.describe(), &model.dbn, outcomes, measured_cases);
     let supervised_log = supervised.map(|run| run.log(model));
     written.push(write("DEEP.LOG", log.render_with_supervised(supervised_log.as_ref()).as_bytes())?);
     if supervised.is_some() && settings.supervised.activations.is_some() {
