@@ -1,28 +1,32 @@
-// The Web Worker owns the wasm module (and through it any GPU device). The page only sends
-// commands and draws what comes back, so training never blocks the UI.
+// The Web Worker owns the wasm module (and through it any GPU device). The page sends it
+// commands and draws what comes back (docs/PAGE.md, "Worker protocol"), so training never
+// blocks the UI.
 //
 // Build choice: the threaded package needs SharedArrayBuffer, which browsers only grant to
 // cross-origin isolated pages; anywhere else (plain static servers, iframes) we load the
 // single-threaded package. WebGPU works in both.
-
 const isolated = self.crossOriginIsolated === true;
 let wasm = null;
 let playground = null;
-let stopRequested = false;
-let sampling = null;
+let runtime = null;
+let webgpu = null;
+// Replays the last successful data load (and held-out split) into a fresh Playground (reset).
+let replayData = null;
+let heldOutFraction = null;
+// Shared with the page when isolated: the page sets [0] = 1 to stop a blocking supervised stage.
+const cancelFlag = isolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
-const post = (type, body = {}) => self.postMessage({ type, ...body });
-const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+const post = (event, body = {}) => self.postMessage({ event, ...body });
+const message = (error) => String(error?.message ?? error);
 
 async function loadEngine() {
   wasm = isolated ? await import('./pkg-mt/deepbelief.js') : await import('./pkg/deepbelief.js');
   await wasm.default();
   if (isolated) await wasm.initThreadPool(navigator.hardwareConcurrency || 2);
-  const runtime = wasm.runtime_info();
+  runtime = wasm.runtime_info();
   runtime.distinct_threads = wasm.distinct_threads_used();
   runtime.isolated = isolated;
   playground = new wasm.Playground();
-  return runtime;
 }
 
 async function checkWebGpu() {
@@ -34,155 +38,392 @@ async function checkWebGpu() {
     const name = [info?.vendor, info?.architecture, info?.description].filter(Boolean).join(' ');
     return { available: true, ...report, adapter: { ...report.adapter, name: report.adapter.name || name } };
   } catch (error) {
-    return { available: false, reason: String(error.message || error) };
+    return { available: false, reason: message(error) };
   }
 }
 
 async function fetchBytes(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  let response;
+  try {
+    response = await fetch(url);
+  } catch (error) {
+    throw new Error(`${url}: could not be fetched (${message(error)}; the server must allow cross-origin requests)`);
+  }
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
   return new Uint8Array(await response.arrayBuffer());
 }
 
-async function loadDefaultData() {
-  const [images, labels] = await Promise.all([
-    fetchBytes('./data/mnist-default-images-idx3-ubyte.gz'),
-    fetchBytes('./data/mnist-default-labels-idx1-ubyte.gz'),
-  ]);
-  const summary = playground.load_idx('mnist-default-images-idx3-ubyte.gz', images, 'mnist-default-labels-idx1-ubyte.gz', labels);
-  post('data', { summary, preview: playground.data_preview(100, 20) });
+const baseName = (url) => decodeURIComponent(new URL(url, self.location.href).pathname.split('/').pop() || url);
+
+// Runs `load` (which replaces the data only if it parses), remembers how to repeat it, and
+// tells the page.
+function adoptData(load) {
+  if (training.active()) throw new Error('training is running: cancel it before loading other data');
+  const summary = load(playground);
+  replayData = load;
+  heldOutFraction = null;
+  return announceData(summary);
 }
 
-// Posts one epoch: the report, the first-layer filters and a few more Gibbs steps (on the
-// WebGPU device while training runs there, else on the CPU).
-async function postEpoch(event, state, config) {
-  if (!state.chainsStarted) {
-    playground.start_chains(10, true, BigInt(config.rbm.seed));
-    state.chainsStarted = true;
+function announceData(summary) {
+  const preview = playground.data_preview(100, 20);
+  post('data', { summary, preview });
+  post('model', { summary: modelSummary() });
+  return summary;
+}
+
+function modelSummary() {
+  return playground.model_summary?.() ?? null;
+}
+
+
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+// Auto takes WebGPU when a hardware adapter exists. A software one (SwiftShader, llvmpipe,
+// WARP) runs the kernels on the CPU far slower than the CPU path itself, so Auto skips it;
+// choosing WebGPU explicitly still uses it.
+function adapterName(info) {
+  return info?.adapter?.name || info?.adapter?.driver || 'adapter';
+}
+function isSoftwareAdapter(info) {
+  return info?.adapter?.device_type === 'Cpu' || /swiftshader|llvmpipe|lavapipe|warp/i.test(adapterName(info));
+}
+
+// The training run: RBM layers unit by unit (yielding between units so pause, step and
+// cancel interleave), WebGPU layers epoch by epoch, then the blocking supervised stage.
+function createTrainingRun(env) {
+  let run = null;
+  let gpuReady = false; // the device, created once per worker and reused across runs
+  let gpuEpochsDone = 0;
+  let wake = null;
+
+  const playground = () => env.playground;
+  // Units never overlap: a step command waits for the loop's unit in flight (a GPU epoch).
+  let lock = Promise.resolve();
+  const exclusive = (fn) => {
+    const next = lock.then(fn);
+    lock = next.catch(() => {});
+    return next;
+  };
+  const postState = () => env.post('state', { running: !!run?.active, paused: !!run?.paused, stage: run?.stage ?? null });
+  const wakeLoop = () => { wake?.(); wake = null; };
+
+  function setThreads(n) {
+    if (typeof playground().set_cpu_threads === 'function') playground().set_cpu_threads(n);
   }
-  let samples = null;
-  if (state.useGpu) {
+
+  async function chooseBackend(choice) {
+    const threads = choice === 'cpu1' ? 1 : env.runtime.threads;
+    setThreads(choice === 'cpu1' ? 1 : 0);
+    const cpu = (reason) => ({ backend: 'cpu', threads, reason });
+    if (choice === 'cpu' || choice === 'cpu1') return cpu(choice === 'cpu1' ? 'CPU single-threaded was chosen' : 'CPU was chosen');
+    if (!env.webgpu?.available) return cpu(`WebGPU is not available (${env.webgpu?.reason || 'no adapter'})`);
+    if (choice === 'auto' && isSoftwareAdapter(env.webgpu)) return cpu(`Auto skips the software WebGPU adapter (${adapterName(env.webgpu)}), which is slower than the CPU`);
     try {
-      samples = await playground.gpu_advance_chains(20, 10);
+      if (!gpuReady) await playground().gpu_connect();
+      gpuReady = true;
+      return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
     } catch (error) {
-      post('notice', { message: `Gibbs sampling on WebGPU failed (${String(error.message || error)}); sampling on the CPU` });
+      gpuReady = false;
+      return cpu(`WebGPU could not start (${message(error)})`);
     }
   }
-  if (!samples) samples = playground.advance_chains(20, 10);
-  post('epoch', { layer: event.layer, report: event.report, filters: playground.filters_image(100, 10), samples, steps: Number(playground.chain_steps()) });
-}
 
-// The WebGPU device, created once per worker and reused across layers and runs. Resolves to
-// the adapter summary, or throws when there is none.
-let gpuSummary = null;
-// Test hook: GPU epochs after which the device is destroyed (0: never).
-let simulateGpuLossAfter = 0;
-let gpuEpochsDone = 0;
-async function connectGpu() {
-  if (!gpuSummary) gpuSummary = await playground.gpu_connect();
-  return gpuSummary;
-}
-
-// Trains the layer just started on the GPU, epoch by epoch. On a failed epoch the layer
-// continues on the CPU from the last downloaded weights.
-async function trainLayerOnGpu(state, config) {
-  const reason = playground.gpu_begin_layer();
-  if (reason) {
-    gpuSummary = null; // the next run asks for the device again if this one lost it
-    post('notice', { message: `This layer trains on the CPU: ${reason}` });
-    post('backend', { backend: 'cpu', reason });
-    return;
+  function postGreedy(event) {
+    const { event: name, ...body } = event;
+    if (name === 'finished') return;
+    env.post(name, body);
   }
-  while (playground.gpu_layer_active()) {
-    if (stopRequested) playground.cancel();
-    if (!playground.gpu_layer_active()) break;
+
+  // Moves the layer just started onto the GPU; on refusal it stays on the CPU.
+  function beginGpuLayer() {
+    const reason = playground().gpu_begin_layer();
+    if (!reason) return;
+    gpuReady = false; // the next run asks for the device again if this one lost it
+    run.useGpu = false;
+    env.post('notice', { message: `This layer trains on the CPU: ${reason}` });
+    env.post('backend', { backend: 'cpu', threads: run.threads, reason });
+  }
+
+  async function gpuEpoch() {
     let event;
     try {
-      event = await playground.gpu_epoch();
+      event = await playground().gpu_epoch();
     } catch (error) {
-      const message = String(error.message || error);
-      playground.gpu_fall_back();
-      gpuSummary = null;
-      state.useGpu = false;
-      post('notice', { message: `WebGPU failed (${message}); continuing on the CPU` });
-      post('backend', { backend: 'cpu', reason: 'WebGPU failed' });
-      return;
+      playground().gpu_fall_back();
+      gpuReady = false;
+      run.useGpu = false;
+      env.post('notice', { message: `WebGPU failed (${message(error)}); continuing on the CPU` });
+      env.post('backend', { backend: 'cpu', threads: run.threads, reason: 'WebGPU failed' });
+      return 'fell_back';
     }
-    await postEpoch(event, state, config);
+    postGreedy(event);
     gpuEpochsDone += 1;
-    if (gpuEpochsDone === simulateGpuLossAfter) playground.gpu_simulate_loss();
-    await yieldToEvents();
+    if (gpuEpochsDone === run.simulateGpuLossAfter) playground().gpu_simulate_loss();
+    return 'epoch';
   }
-}
 
-async function train(config, backend) {
-  stopSampling();
-  stopRequested = false;
-  playground.start_training(config);
-  const state = { chainsStarted: false, useGpu: false };
-  if (backend === 'webgpu') {
+  // One unit of greedy work: a layer's initialisation, one epoch, or closing a layer.
+  async function runUnit() {
+    if (run.useGpu && playground().gpu_layer_active()) return gpuEpoch();
+    const event = playground().step();
+    postGreedy(event);
+    if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
+    return event.event;
+  }
+
+  // After Cancel: the layer in training stops where it is and joins the model.
+  function closeCurrentLayer() {
+    playground().cancel();
+    for (let guard = 0; guard < 4 && !playground().training_finished(); guard += 1) {
+      const event = playground().step();
+      postGreedy(event);
+      if (event.event === 'layer_finished') break;
+    }
+  }
+
+  function runSupervised() {
+    if (!playground().supervised_pending?.()) return;
+    run.stage = 'supervised';
+    postState();
+    env.post('model', { summary: env.modelSummary() }); // the RBM stack, kept if the stage is cancelled
+    if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 0);
+    const summary = playground().train_supervised((progress) => env.post('supervised_progress', progress), env.cancelFlag ?? undefined);
+    env.post('supervised_done', { summary });
+  }
+
+  async function loop() {
     try {
-      const adapter = await connectGpu();
-      state.useGpu = true;
-      post('backend', { backend: 'webgpu', adapter });
+      while (!run.stopRequested && !playground().training_finished()) {
+        if (run.paused) {
+          await new Promise((resolve) => { wake = resolve; });
+          continue;
+        }
+        await exclusive(runUnit);
+        await yieldToEvents();
+      }
+      if (run.stopRequested) closeCurrentLayer();
+      else runSupervised();
     } catch (error) {
-      post('notice', { message: `WebGPU could not start (${String(error.message || error)}); training on the CPU` });
-      post('backend', { backend: 'cpu', reason: 'WebGPU could not start' });
+      env.post('notice', { message: `Training stopped: ${message(error)}` });
+      run.failed = message(error);
     }
-  } else {
-    post('backend', { backend: 'cpu' });
+    const stopped = run.stopRequested || !!run.failed;
+    run.active = false;
+    run.paused = false;
+    run.stage = null;
+    env.post('finished', { stopped, error: run.failed ?? null });
+    env.post('model', { summary: env.modelSummary() });
+    postState();
+    run.done();
   }
-  while (!playground.training_finished()) {
-    if (stopRequested) playground.cancel();
-    const event = playground.step();
-    if (event.event === 'epoch') {
-      await postEpoch(event, state, config);
-    } else {
-      post(event.event, event);
-      if (event.event === 'layer_started' && state.useGpu) await trainLayerOnGpu(state, config);
-    }
-    await yieldToEvents();
+
+  function requireRun(what) {
+    if (!run?.active) throw new Error(`${what}: no training is running (press Start)`);
   }
-  post('done', { stopped: stopRequested });
-  playground.start_chains(10, true, BigInt(config.rbm.seed));
-  startSampling();
-}
 
-// After training the chains keep running so the samples can be watched evolving.
-function startSampling() {
-  const tick = () => {
-    const samples = playground.advance_chains(5, 10);
-    post('samples', { samples, steps: Number(playground.chain_steps()) });
-    sampling = setTimeout(tick, 100);
-  };
-  sampling = setTimeout(tick, 100);
-}
-
-function stopSampling() {
-  clearTimeout(sampling);
-  sampling = null;
-}
-
-self.onmessage = async ({ data: message }) => {
-  try {
-    if (message.type === 'train') {
-      simulateGpuLossAfter = message.simulateGpuLossAfter || 0;
+  return {
+    active: () => !!run?.active,
+    paused: () => !!run?.paused,
+    onGpu: () => !!run?.active && run.useGpu && playground().gpu_layer_active(),
+    finishedPromise: () => run?.finished ?? Promise.resolve(),
+    // { config: PageConfig, backend, paused?, simulateGpuLossAfter? } → Plan. A run in
+    // progress is cancelled first.
+    async start({ config, backend = 'auto', paused = false, simulateGpuLossAfter = 0 }) {
+      if (run?.active) {
+        run.stopRequested = true;
+        wakeLoop();
+        await run.finished;
+      }
+      const plan = playground().start_training(config);
+      let done;
+      run = { active: true, paused, stopRequested: false, useGpu: false, stage: 'rbm', simulateGpuLossAfter, finished: new Promise((r) => { done = r; }) };
+      run.done = done;
       gpuEpochsDone = 0;
-      await train(message.config, message.backend);
+      env.post('plan', plan);
+      const chosen = await chooseBackend(backend);
+      run.useGpu = chosen.backend === 'webgpu';
+      run.threads = chosen.threads;
+      env.post('backend', chosen);
+      postState();
+      loop();
+      return plan;
+    },
+    pause() {
+      requireRun('pause');
+      run.paused = true;
+      postState();
+      return { paused: true };
+    },
+    resume() {
+      requireRun('resume');
+      run.paused = false;
+      wakeLoop();
+      postState();
+      return { paused: false };
+    },
+    // One mini-batch; a layer on the GPU first moves to the CPU exactly (its checkpoint).
+    async stepBatch() {
+      requireRun('step batch');
+      if (!run.paused) this.pause();
+      if (playground().training_finished()) throw new Error('step batch: every RBM layer has finished (press Resume for the rest)');
+      if (typeof playground().step_batch !== 'function') throw new Error('step batch: this engine build has no step_batch');
+      return exclusive(() => {
+        const event = playground().step_batch();
+        postGreedy(event);
+        if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
+        return event;
+      });
+    },
+    // Greedy units up to and including the next epoch.
+    async stepEpoch() {
+      requireRun('step epoch');
+      if (!run.paused) this.pause();
+      for (let guard = 0; guard < 4 && !playground().training_finished(); guard += 1) {
+        const kind = await exclusive(runUnit);
+        if (kind === 'epoch') return { event: 'epoch' };
+      }
+      return { event: playground().training_finished() ? 'finished' : 'layer' };
+    },
+    async cancel() {
+      if (!run?.active) return { stopped: false };
+      run.stopRequested = true;
+      if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 1);
+      playground().cancel();
+      wakeLoop();
+      await run.finished;
+      return { stopped: true };
+    },
+  };
+}
+
+const training = createTrainingRun({
+  get playground() { return playground; },
+  post,
+  cancelFlag,
+  get runtime() { return runtime; },
+  get webgpu() { return webgpu; },
+  modelSummary,
+});
+
+const core = {
+  async loadDefault() {
+    const [images, labels] = await Promise.all([
+      fetchBytes('./data/mnist-default-images-idx3-ubyte.gz'),
+      fetchBytes('./data/mnist-default-labels-idx1-ubyte.gz'),
+    ]);
+    return adoptData((p) => p.load_idx('mnist-default-images-idx3-ubyte.gz', images, 'mnist-default-labels-idx1-ubyte.gz', labels));
+  },
+  // { images: {name, buffer}, labels?: {name, buffer} } with transferred ArrayBuffers.
+  async loadIdx({ images, labels }) {
+    const imageBytes = new Uint8Array(images.buffer);
+    const labelBytes = labels ? new Uint8Array(labels.buffer) : undefined;
+    return adoptData((p) => p.load_idx(images.name, imageBytes, labels?.name, labelBytes));
+  },
+  async loadIdxUrl({ imagesUrl, labelsUrl }) {
+    const [images, labels] = await Promise.all([fetchBytes(imagesUrl), labelsUrl ? fetchBytes(labelsUrl) : null]);
+    return adoptData((p) => p.load_idx(baseName(imagesUrl), images, labels ? baseName(labelsUrl) : undefined, labels ?? undefined));
+  },
+  async databaseColumns({ name, text }) {
+    return playground.database_columns(name, text);
+  },
+  async loadDatabase({ name, text, inputs = [], targets = [] }) {
+    return adoptData((p) => p.load_database(name, text, inputs, targets));
+  },
+  async setHeldOut({ fraction }) {
+    if (training.active()) throw new Error('training is running: cancel it before changing the held-out split');
+    const summary = playground.set_held_out(fraction);
+    heldOutFraction = fraction;
+    return announceData(summary);
+  },
+  async dataPreview({ count = 100, columns = 20 }) {
+    return playground.data_preview(count, columns);
+  },
+  async caseImages({ cases, columns = 10 }) {
+    return playground.case_images(Uint32Array.from(cases), columns);
+  },
+  train: (args) => training.start(args),
+  pause: () => training.pause(),
+  resume: () => training.resume(),
+  stepBatch: () => training.stepBatch(),
+  stepEpoch: () => training.stepEpoch(),
+  cancel: () => training.cancel(),
+  // A fresh engine state with the same data: the model, chains and history go.
+  async reset() {
+    await training.cancel();
+    await training.finishedPromise();
+    const fresh = new wasm.Playground();
+    if (replayData) {
+      replayData(fresh);
+      if (heldOutFraction !== null) fresh.set_held_out(heldOutFraction);
     }
-    else if (message.type === 'stop') stopRequested = true;
-  } catch (error) {
-    post('error', { where: message.type, message: String(error.message || error) });
-  }
+    playground.free?.();
+    playground = fresh;
+    post('model', { summary: null });
+    return { reset: true };
+  },
+  async status() {
+    return { running: training.active(), paused: training.paused(), runtime, webgpu };
+  },
 };
 
-(async () => {
+// Files commands that www/worker/views.js (storage) may replace with its own.
+const files = {
+  async saveModel() {
+    return playground.save_model();
+  },
+  async loadModel({ name, text }) {
+    if (training.active()) throw new Error('training is running: cancel it before loading a model');
+    const summary = playground.load_model(name, text);
+    post('model', { summary });
+    return summary;
+  },
+  async modelSummary() {
+    return modelSummary();
+  },
+};
+
+let commands = { ...files, ...core };
+
+const viewContext = {
+  get playground() { return playground; },
+  get wasm() { return wasm; },
+  post,
+  trainingOnGpu: () => training.onGpu(),
+  isTraining: () => training.active(),
+  isolated,
+};
+
+// The field a wasm error names ("learning_rate: expected …", "invalid setting
+// supervised.momentum: …"), so the page can put the message next to that control.
+function errorField(text) {
+  const match = /^(?:invalid (?:setting|training settings:?) )?((?:supervised\.)?[a-z][a-z0-9_]*): /.exec(text);
+  return match ? match[1] : undefined;
+}
+
+const engineReady = (async () => {
+  await loadEngine();
   try {
-    const runtime = await loadEngine();
-    const webgpu = await checkWebGpu();
-    post('ready', { runtime, webgpu });
-    await loadDefaultData();
+    const views = await import('./worker/views.js');
+    commands = { ...files, ...views.viewCommands(viewContext), ...core };
   } catch (error) {
-    post('error', { where: 'startup', message: String(error.message || error) });
+    // Before the view handlers exist the page still trains; the views say they are missing.
+    if (!/Failed to fetch|Cannot find module|error loading/i.test(message(error))) post('notice', { message: `view commands failed to load: ${message(error)}` });
   }
+  webgpu = await checkWebGpu();
+  post('ready', { runtime, webgpu, cancelFlag });
 })();
+engineReady.catch((error) => post('startup_failed', { message: message(error) }));
+
+self.onmessage = async ({ data: { id, cmd, args } }) => {
+  try {
+    await engineReady;
+    const handler = commands[cmd];
+    if (!handler) throw new Error(`unknown command "${cmd}"`);
+    const result = await handler(args ?? {});
+    self.postMessage({ id, result });
+  } catch (error) {
+    const text = message(error);
+    self.postMessage({ id, error: { message: text, field: error?.field ?? errorField(text) } });
+  }
+};
