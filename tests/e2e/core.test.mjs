@@ -1,0 +1,230 @@
+// Core page tests, in both builds: the engine and its threads, pause/resume, the URL hash
+// round trip, embed flags, a malformed upload that must not cost the model, the CPU path when
+// WebGPU is off; and (threaded build) WebGPU parity with the CPU and the device-loss fallback.
+import { test, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { builds, SMALL, openPage, waitReady, startTraining, waitFinished, epochCount, closeAll, chromiumArgs, runSummary, screenshot } from './lib.mjs';
+
+after(closeAll);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Every control of the model panel and the held-out fraction, by id.
+const readControls = (page) => page.evaluate(() => Object.fromEntries(
+  [...document.querySelectorAll('#model-form input, #model-form select, #held-out')].map((c) => [c.id, c.type === 'checkbox' ? c.checked : c.value])));
+
+async function setControl(page, id, value) {
+  await page.evaluate(({ id, value }) => {
+    const control = document.getElementById(id);
+    control.closest('details')?.setAttribute('open', '');
+    if (control.type === 'checkbox') control.checked = value;
+    else control.value = value;
+    control.dispatchEvent(new Event('input', { bubbles: true }));
+    control.dispatchEvent(new Event('change', { bubbles: true }));
+  }, { id, value });
+}
+
+for (const build of builds) {
+  describe(`${build.name} build`, () => {
+    test('engine threads, then pause and resume: epochs stop while paused and the run completes', async () => {
+      // 3 epochs of 64 then 32 hidden units, CPU: slow enough to pause in the middle.
+      const { page, problems } = await openPage(build, 'layers=64,32&epochs=3&supervised=0&backend=cpu&monitor_cases=300');
+      try {
+        await waitReady(page);
+        const status = await page.evaluate(() => ({ ...document.getElementById('status').dataset, text: document.getElementById('status').textContent, isolated: crossOriginIsolated }));
+        assert.equal(status.isolated, build.isolate);
+        assert.equal(status.threadedBuild, String(build.isolate), status.text);
+        if (build.isolate) assert.ok(Number(status.threads) > 1, `distinct rayon threads that ran: ${status.threads} (${status.text})`);
+        else {
+          assert.equal(status.threads, '1');
+          assert.match(status.text, /single-threaded/);
+        }
+        assert.equal(status.webgpu, 'true', `WebGPU should be available in headless Chromium: ${status.text}`);
+
+        await startTraining(page);
+        await page.waitForFunction(() => Number(document.getElementById('train-progress').dataset.epochs || 0) >= 1, null, { timeout: 120_000 });
+        await page.click('#train-pause');
+        await page.waitForFunction(() => window.app.paused, null, { timeout: 30_000 });
+        assert.equal(await page.textContent('#train-pause'), 'Resume');
+        await sleep(300); // the unit in flight when Pause arrived may still report
+        const pausedAt = await epochCount(page);
+        await sleep(2000);
+        assert.equal(await epochCount(page), pausedAt, 'epochs advanced while paused');
+        const charted = await page.evaluate(() => Number(document.getElementById('chart-recon').dataset.points));
+        assert.equal(charted, pausedAt, 'the reconstruction-error chart has a point per epoch');
+
+        await page.click('#train-pause'); // Resume
+        const run = await waitFinished(page);
+        assert.equal(run.finished, 'done', run.log.join('\n'));
+        assert.equal(run.epochs, 6, `2 layers × 3 epochs, got ${run.epochs}: ${run.log.join(' | ')}`);
+        assert.ok(run.errors.every(Number.isFinite));
+        const steps = await page.$$eval('#train-steps li', (items) => items.map((li) => li.dataset.state));
+        assert.deepEqual(steps, ['done', 'done']);
+        await screenshot(page, `core-${build.name}-after-training`);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    });
+
+    test('the URL hash round-trips the configuration', async () => {
+      const first = await openPage(build, '');
+      const changes = {
+        'p-layers': '50, 20', 'p-learning_rate': '0.05', 'p-batch_size': '50', 'p-mean_field_visible': false,
+        'p-supervised': true, 'p-sup_hidden': '20', 'p-sup_optimizer': 'sgd', 'p-sup_fine_tune': true,
+        'p-backend': 'cpu1', 'p-seed': '7', 'p-init_trials': '3', 'p-schedule': 'adaptive', 'held-out': '0.2',
+      };
+      let hash;
+      let expected;
+      try {
+        await waitReady(first.page);
+        await setControl(first.page, 'preset', 'hinton');
+        for (const [id, value] of Object.entries(changes)) await setControl(first.page, id, value);
+        await first.page.waitForFunction(() => /held_out=0.2/.test(location.hash), null, { timeout: 30_000 });
+        hash = await first.page.evaluate(() => location.hash.slice(1));
+        expected = await readControls(first.page);
+        const defaults = await openPage(build, '');
+        const plain = await readControls(defaults.page);
+        await defaults.page.close();
+        for (const id of Object.keys(changes)) assert.notEqual(String(plain[id]), String(expected[id]), `${id} should differ from its default`);
+        assert.match(hash, /preset=hinton/);
+        assert.deepEqual(first.problems, []);
+      } finally {
+        await first.page.close();
+      }
+      const second = await openPage(build, hash);
+      try {
+        await waitReady(second.page);
+        assert.deepEqual(await readControls(second.page), expected);
+        assert.equal(await second.page.evaluate(() => location.hash.slice(1)), hash, 'loading the link does not rewrite it');
+        const config = await second.page.evaluate(() => window.app.settings());
+        assert.deepEqual(config.stack.layers, [50, 20]);
+        assert.equal(config.stack.rbm.learning_rate, 0.05);
+        assert.equal(config.stack.rbm.schedule, 'adaptive');
+        assert.equal(config.supervised.optimizer, 'sgd');
+        assert.deepEqual(config.supervised.hidden, [20]);
+        assert.equal(config.stack.rbm.seed, 7);
+        assert.deepEqual(second.problems, []);
+      } finally {
+        await second.page.close();
+      }
+    });
+
+    test('embed mode hides exactly what its flags say', async () => {
+      const flags = ['data', 'charts', 'learning_rate', 'step_batch', 'presets'];
+      const visibleKeys = (page) => page.evaluate(() => [...document.querySelectorAll('[data-hide-key]')]
+        .filter((el) => el.checkVisibility({ checkVisibilityCSS: true }) || getComputedStyle(el).display !== 'none' && el.getClientRects().length > 0)
+        .map((el) => el.dataset.hideKey).sort());
+      const flaggedOrInside = (page, keys) => page.evaluate((keys) => [...document.querySelectorAll('[data-hide-key]')]
+        .filter((el) => keys.some((key) => el.closest(`[data-hide-key="${key}"]`)))
+        .map((el) => el.dataset.hideKey).sort(), keys);
+      const plain = await openPage(build, '');
+      const embedded = await openPage(build, flags.map((f) => `${f}_hide=1`).join('&'));
+      try {
+        await waitReady(plain.page);
+        await waitReady(embedded.page);
+        const before = await visibleKeys(plain.page);
+        for (const flag of flags) assert.ok(before.includes(flag), `${flag} is visible without flags`);
+        const removed = await flaggedOrInside(plain.page, flags);
+        const expected = before.filter((key) => !removed.includes(key));
+        assert.deepEqual(await visibleKeys(embedded.page), expected);
+        for (const flag of flags) assert.equal(await embedded.page.locator(`[data-hide-key="${flag}"]`).first().isVisible(), false, flag);
+        assert.ok(await embedded.page.locator('#train-start').isVisible(), 'Start stays');
+        assert.deepEqual(embedded.problems, []);
+      } finally {
+        await plain.page.close();
+        await embedded.page.close();
+      }
+    });
+
+    test('a malformed IDX upload shows an error next to the upload and the trained model survives', async () => {
+      const { page, problems } = await openPage(build, `${SMALL}&backend=cpu`);
+      try {
+        await startTraining(page);
+        await waitFinished(page);
+        const before = await page.evaluate(async () => ({
+          model: await window.app.rpc('saveModel'), data: document.getElementById('data-summary').textContent,
+          log: document.getElementById('epoch-log').textContent, status: document.getElementById('train-status').textContent,
+        }));
+        assert.ok(before.model.length > 1000, 'a model was trained');
+        await page.check('#data-source-idx');
+        // An IDX header promising 60000 images of 28×28, then 100 bytes: truncated.
+        const garbled = Buffer.concat([Buffer.from([0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28]), Buffer.alloc(100, 7)]);
+        await page.setInputFiles('#idx-images', { name: 'broken-images-idx3-ubyte', mimeType: 'application/octet-stream', buffer: garbled });
+        await page.waitForSelector('#idx-error:not([hidden])', { timeout: 30_000 });
+        const error = await page.textContent('#idx-error');
+        assert.match(error, /broken-images-idx3-ubyte/);
+        assert.ok(await page.evaluate(() => document.getElementById('idx-error').closest('#idx-form') !== null), 'the error sits by the upload control');
+        assert.equal(await page.isHidden('#data-error'), true, 'no panel-level error');
+        const afterUpload = await page.evaluate(async () => ({
+          model: await window.app.rpc('saveModel'), data: document.getElementById('data-summary').textContent,
+          log: document.getElementById('epoch-log').textContent, status: document.getElementById('train-status').textContent,
+        }));
+        assert.deepEqual(afterUpload, before);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    });
+  });
+}
+
+test('with WebGPU off, the CPU path is used and the status says so (both builds)', async () => {
+  // A browser without --enable-unsafe-webgpu and with the WebGPU feature disabled.
+  const noGpu = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium', args: [...chromiumArgs.filter((a) => a !== '--enable-unsafe-webgpu'), '--disable-features=WebGPU'] });
+  try {
+    for (const build of builds) {
+      const { page, problems } = await openPage(build, 'layers=16&epochs=1&supervised=0&backend=webgpu', { context: noGpu });
+      try {
+        await waitReady(page);
+        assert.equal(await page.evaluate(() => document.getElementById('status').dataset.webgpu), 'false');
+        assert.match(await page.textContent('#backend-status'), /WebGPU is not available/);
+        await startTraining(page);
+        const run = await waitFinished(page);
+        assert.equal(run.backend, 'cpu', run.status);
+        assert.match(run.status, /Training on the CPU \(.*WebGPU is not available/);
+        assert.equal(run.epochs, 1);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await noGpu.close();
+  }
+});
+
+test('threaded build: WebGPU training matches the CPU, and survives losing the device', async () => {
+  const settings = 'layers=16&epochs=2&seed=3&supervised=0&monitor_cases=200';
+  const variants = { webgpu: 'backend=webgpu', cpu: 'backend=cpu', lost: 'backend=webgpu&simulate_gpu_loss=1' };
+  const runs = {};
+  for (const [name, choice] of Object.entries(variants)) {
+    const { page, problems } = await openPage(builds[0], `${settings}&${choice}`);
+    try {
+      await startTraining(page);
+      runs[name] = await waitFinished(page);
+      assert.deepEqual(problems, []);
+    } finally {
+      await page.close();
+    }
+  }
+  const { webgpu, cpu, lost } = runs;
+  console.log(`# errors: webgpu ${JSON.stringify(webgpu.errors)} cpu ${JSON.stringify(cpu.errors)} lost ${JSON.stringify(lost.errors)}`);
+  assert.equal(webgpu.backend, 'webgpu', `${webgpu.status} ${webgpu.notice}`);
+  assert.match(webgpu.status, /Training on WebGPU \(/);
+  assert.equal(cpu.backend, 'cpu', cpu.status);
+  assert.match(cpu.status, /Training on the CPU \(/);
+  assert.equal(webgpu.errors.length, 2);
+  assert.equal(cpu.errors.length, 2);
+  assert.match(lost.notice, /WebGPU failed .*continuing on the CPU/);
+  assert.equal(lost.backend, 'cpu', lost.status);
+  assert.equal(lost.errors.length, cpu.errors.length, 'every epoch was reported, none lost');
+  // The CPU resumes the GPU's exact state, so the run stays on the all-CPU run's course.
+  for (const run of [webgpu, lost]) {
+    run.errors.forEach((error, k) => {
+      const relative = Math.abs(error - cpu.errors[k]) / Math.abs(cpu.errors[k]);
+      assert.ok(Number.isFinite(error) && relative <= 1e-3, `epoch ${k + 1}: ${error} vs CPU ${cpu.errors[k]} (relative ${relative})`);
+    });
+  }
+});
