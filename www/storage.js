@@ -79,6 +79,8 @@ export function mountStorage(container, app) {
       logButton, field('Activations of', layer, { title: 'Which RBM layer\'s activations to export.' }), activationsButton, exportError));
 
   let restoreTried = false;
+  // The text of the model last saved or restored, for a restarted engine.
+  let lastSavedText = null;
 
   const showStatus = (text) => { status.textContent = text; };
 
@@ -97,6 +99,7 @@ export function mountStorage(container, app) {
     }
     const modelSummary = await summary();
     const entry = { text, savedAt: new Date().toISOString(), nVisible: modelSummary?.layers?.[0]?.[0] ?? null, summary: modelSummary };
+    lastSavedText = text;
     app.emit('model_saved', { text });
     try {
       await set(SAVED_KEY, entry);
@@ -122,6 +125,7 @@ export function mountStorage(container, app) {
     }
     try {
       const restored = await app.rpc('model_load', { name: 'saved model', text: entry.text });
+      lastSavedText = entry.text;
       app.emit('model_saved', { text: entry.text });
       status.dataset.restored = entry.savedAt;
       showStatus(`Restored the model saved at ${new Date(entry.savedAt).toLocaleString()}: ${describeModel(restored)}.`);
@@ -184,7 +188,22 @@ export function mountStorage(container, app) {
     layer.replaceChildren(...activationChoices(modelSummary));
     if ([...layer.options].some((option) => option.value === previous)) layer.value = previous;
   });
-  app.on('finished', ({ stopped }) => keep(stopped ? 'Training stopped; the model so far is kept.' : 'Training finished.'));
+  app.on('finished', ({ stopped, restarted, error }) => {
+    // A restarted engine has no model yet: `worker_restarted` below gives it the saved one.
+    if (restarted) return;
+    keep(error ? 'Training stopped by an error; the model so far is kept.' : stopped ? 'Training stopped; the model so far is kept.' : 'Training finished.');
+  });
+  // Cancelling a blocking stage on a non-isolated page replaces the engine: it gets the last
+  // saved model back.
+  app.on('worker_restarted', async () => {
+    if (lastSavedText === null) return;
+    try {
+      const restored = await app.rpc('model_load', { name: 'saved model', text: lastSavedText });
+      showStatus(`The engine was restarted; the last saved model is back: ${describeModel(restored)}.`);
+    } catch (error) {
+      showStatus(`The engine was restarted, but the last saved model could not be reloaded (${errorText(error)}).`);
+    }
+  });
   app.on('data', ({ summary: dataSummary }) => {
     if (restoreTried) return;
     restoreTried = true;

@@ -54,6 +54,10 @@ export function mountDream(container, app) {
   };
   app.on('epoch', startOnce);
   app.on('model', startOnce);
+  // A new engine has no dream: the next model starts them again.
+  app.on('worker_restarted', () => {
+    started = false;
+  });
   app.on('dream', ({ image, steps, error }) => {
     if (error) {
       if (/no dream/i.test(error)) started = false;

@@ -169,6 +169,10 @@ export function mountGibbs(container, app) {
   };
   app.on('epoch', startOnce);
   app.on('model', startOnce);
+  // A new engine has no chains: the next model starts them again.
+  app.on('worker_restarted', () => {
+    started = false;
+  });
   app.on('samples', ({ image, steps, error, device }) => {
     if (error) {
       // The engine dropped the chains (a new model): start them afresh at the next chance.
