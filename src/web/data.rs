@@ -1,60 +1,110 @@
 //! Data for the page: IDX images (and labels), DEEP databases, the held-out split, and
 //! thumbnails. A load replaces the current data only if it parses; a model whose visible
-//! layer no longer matches is dropped.
+//! layer no longer matches is dropped. A run in progress keeps training on the cases it
+//! started with (`Playground::training_data`), whatever is loaded meanwhile.
 
 use super::{image_to_js, js_error, to_js, Playground};
-use crate::data::{idx, Dataset};
-use crate::report::image_grid::{self, Scaling};
+use crate::data::{dataset_from_database, idx, parse_database, Dataset, Scaling};
+use crate::report::image_grid::{self, Scaling as TileScaling};
+use crate::supervised::evaluation::label_class_names;
+use crate::supervised::pipeline::spread;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
+
+/// The most thumbnails one image may hold.
+const MAX_THUMBNAILS: usize = 10_000;
 
 #[derive(Serialize)]
 pub(super) struct DataSummary {
     name: String,
     n_cases: usize,
+    n_train: usize,
+    n_held_out: usize,
     n_inputs: usize,
     image_shape: Option<(usize, usize)>,
+    class_names: Vec<String>,
     class_counts: Vec<usize>,
+    held_out_class_counts: Vec<usize>,
+    target_names: Vec<String>,
 }
 
 #[wasm_bindgen]
 impl Playground {
-    /// Parses IDX images (and optional labels), raw or gzip. The new data replaces the old only
-    /// if it parses; a model whose visible layer no longer matches is dropped.
+    /// Parses IDX images (and optional labels), raw or gzip.
     pub fn load_idx(&mut self, images_name: &str, images: &[u8], labels_name: Option<String>, labels: Option<Vec<u8>>) -> Result<JsValue, JsError> {
         let parsed = idx::parse_idx_images(images_name, images).map_err(js_error)?;
         let labels = match (labels_name, labels) {
             (Some(name), Some(bytes)) => Some((name.clone(), idx::parse_idx_labels(&name, &bytes).map_err(js_error)?)),
+            (None, Some(bytes)) => Some(("labels".to_string(), idx::parse_idx_labels("labels", &bytes).map_err(js_error)?)),
             _ => None,
         };
         let dataset = idx::dataset_from_idx(parsed, labels, images_name).map_err(js_error)?;
-        if self.model().is_some_and(|m| m.layers[0].n_visible != dataset.n_inputs) {
-            self.trainer = None;
-            self.drop_chains();
+        self.install_data(dataset, None)
+    }
+
+    /// The variable names of a DEEP CSV or text database, in file order.
+    pub fn database_columns(&self, name: &str, text: &str) -> Result<Vec<String>, JsError> {
+        Ok(parse_database(name, text).map_err(js_error)?.names)
+    }
+
+    /// Loads a DEEP database with the named inputs (empty: every column that is not a target)
+    /// and targets. Inputs are rescaled to [0, 1] on these data; constant ones are dropped.
+    pub fn load_database(&mut self, name: &str, text: &str, inputs: Vec<String>, targets: Vec<String>) -> Result<JsValue, JsError> {
+        let database = parse_database(name, text).map_err(js_error)?;
+        let target_refs: Vec<&str> = targets.iter().map(String::as_str).collect();
+        // Unknown targets are reported before they could shrink the default input list.
+        database.column_indices(&target_refs).map_err(js_error)?;
+        let inputs: Vec<&str> = if inputs.is_empty() {
+            database.names.iter().filter(|n| !targets.iter().any(|t| t.eq_ignore_ascii_case(n))).map(String::as_str).collect()
+        } else {
+            inputs.iter().map(String::as_str).collect()
+        };
+        if let Some(both) = inputs.iter().find(|i| targets.iter().any(|t| t.eq_ignore_ascii_case(i))) {
+            return Err(JsError::new(&format!("{name}: \"{both}\" is chosen as both an input and a target")));
         }
-        let mut class_counts = Vec::new();
-        for &label in dataset.labels.iter().flatten() {
-            let label = label as usize;
-            if class_counts.len() <= label {
-                class_counts.resize(label + 1, 0);
-            }
-            class_counts[label] += 1;
+        let (dataset, preprocessing) = dataset_from_database(&database, &inputs, &target_refs, Scaling::Rescale).map_err(js_error)?;
+        self.install_data(dataset, Some(preprocessing))
+    }
+
+    /// Holds out `fraction` of the cases (in [0, 0.5]), spread evenly through the data: they
+    /// never train, they give the held-out free energy and they are the supervised test set.
+    /// Takes effect for the next run.
+    pub fn set_held_out(&mut self, fraction: f64) -> Result<JsValue, JsError> {
+        if !(fraction.is_finite() && (0.0..=0.5).contains(&fraction)) {
+            return Err(JsError::new(&format!("held_out: expected a finite number in [0, 0.5], got {fraction}")));
         }
-        let summary = DataSummary { name: dataset.name.clone(), n_cases: dataset.n_cases, n_inputs: dataset.n_inputs, image_shape: dataset.image_shape, class_counts };
-        self.data = Some(dataset);
-        to_js(&summary)
+        let n_cases = self.data()?.n_cases;
+        self.split = Split::new(n_cases, fraction);
+        to_js(&self.summary()?)
+    }
+
+    /// The current data's summary (`null` before any load).
+    pub fn data_summary(&self) -> Result<JsValue, JsError> {
+        match self.data {
+            Some(_) => to_js(&self.summary()?),
+            None => Ok(JsValue::NULL),
+        }
     }
 
     /// The first `count` cases as a thumbnail grid.
     pub fn data_preview(&self, count: usize, columns: usize) -> Result<JsValue, JsError> {
-        let data = self.data()?;
-        let count = count.min(data.n_cases);
+        let count = count.min(self.data()?.n_cases).min(MAX_THUMBNAILS);
         let cases: Vec<usize> = (0..count).collect();
-        let mut values = vec![0.0; count * data.n_inputs];
-        data.gather_into(&cases, &mut values);
-        Ok(image_to_js(image_grid::tile(&values, count, self.image_shape()?, columns, Scaling::Unit)))
+        self.thumbnails(&cases, columns)
     }
 
+    /// The given cases (indices into the loaded data) as a thumbnail grid, in order.
+    pub fn case_images(&self, cases: &[u32], columns: usize) -> Result<JsValue, JsError> {
+        let data = self.data()?;
+        if cases.len() > MAX_THUMBNAILS {
+            return Err(JsError::new(&format!("cases: expected at most {MAX_THUMBNAILS} cases, got {}", cases.len())));
+        }
+        if let Some(&bad) = cases.iter().find(|&&c| c as usize >= data.n_cases) {
+            return Err(JsError::new(&format!("cases: case {bad} is out of range (the data hold {} cases)", data.n_cases)));
+        }
+        let cases: Vec<usize> = cases.iter().map(|&c| c as usize).collect();
+        self.thumbnails(&cases, columns)
+    }
 }
 
 impl Playground {
@@ -66,11 +116,114 @@ impl Playground {
         let data = self.data()?;
         Ok(data.image_shape.unwrap_or((1, data.n_inputs)))
     }
+
+    /// The loaded cases that train (every case not held out), in order.
+    pub(super) fn training_case_indices(&self) -> Result<Vec<usize>, JsError> {
+        let data = self.data()?;
+        Ok(self.split.complement(data.n_cases))
+    }
+
+    fn thumbnails(&self, cases: &[usize], columns: usize) -> Result<JsValue, JsError> {
+        let data = self.data()?;
+        let mut values = vec![0.0; cases.len() * data.n_inputs];
+        data.gather_into(cases, &mut values);
+        Ok(image_to_js(image_grid::tile(&values, cases.len(), self.image_shape()?, columns.max(1), TileScaling::Unit)))
+    }
+
+    /// Makes `dataset` the current data, keeping the held-out fraction. A trained model whose
+    /// visible layer no longer fits is dropped; one that fits stays (to test it on new data).
+    fn install_data(&mut self, dataset: Dataset, preprocessing: Option<crate::data::Preprocessing>) -> Result<JsValue, JsError> {
+        if dataset.n_cases < 2 {
+            return Err(JsError::new(&format!("{}: expected at least 2 cases, got {}", dataset.name, dataset.n_cases)));
+        }
+        if self.model().is_some_and(|m| m.layers[0].n_visible != dataset.n_inputs) {
+            self.trainer = None;
+            self.training_data = None;
+            self.supervised = None;
+            self.fallback = None;
+            self.history.clear();
+            self.release_gpu_layer();
+            self.drop_chains();
+        }
+        self.split = Split::new(dataset.n_cases, self.split.fraction);
+        self.data = Some(dataset);
+        self.preprocessing = preprocessing;
+        to_js(&self.summary()?)
+    }
+
+    /// The class of each loaded case and the class names: IDX labels ("0", "1", …) or, for two
+    /// or more database targets, the largest target. `None` when the data have no classes.
+    pub(super) fn classes(&self) -> Option<(Vec<u32>, Vec<String>)> {
+        let data = self.data.as_ref()?;
+        if let Some(targets) = data.targets.as_ref().filter(|t| t.n_targets() >= 2) {
+            return Some((targets.classes(), targets.names.clone()));
+        }
+        let labels = data.labels.as_ref()?;
+        Some((labels.clone(), label_class_names(labels)))
+    }
+
+    fn summary(&self) -> Result<DataSummary, JsError> {
+        let data = self.data()?;
+        let (class_names, class_counts, held_out_class_counts) = match self.classes() {
+            Some((classes, names)) => {
+                let mut counts = vec![0; names.len()];
+                let mut held_out_counts = vec![0; names.len()];
+                for &class in &classes {
+                    counts[class as usize] += 1;
+                }
+                for &case in &self.split.held_out {
+                    held_out_counts[classes[case] as usize] += 1;
+                }
+                (names, counts, held_out_counts)
+            }
+            None => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        Ok(DataSummary {
+            name: data.name.clone(),
+            n_cases: data.n_cases,
+            n_train: data.n_cases - self.split.held_out.len(),
+            n_held_out: self.split.held_out.len(),
+            n_inputs: data.n_inputs,
+            image_shape: data.image_shape,
+            class_names,
+            class_counts,
+            held_out_class_counts,
+            target_names: data.targets.as_ref().map(|t| t.names.clone()).unwrap_or_default(),
+        })
+    }
 }
 
 /// Which loaded cases are held out (for the held-out free energy and as the test set of the
 /// supervised stage); the rest train.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Split {
+    /// The fraction asked for, kept when new data are loaded.
+    pub fraction: f64,
+    /// Ascending case indices.
     pub held_out: Vec<usize>,
+}
+
+impl Split {
+    /// `round(fraction · n_cases)` cases spread evenly through the data, so data stored class
+    /// by class, or interleaved, are held out in proportion.
+    pub fn new(n_cases: usize, fraction: f64) -> Split {
+        let count = (fraction * n_cases as f64).round() as usize;
+        let held_out = if count == 0 { Vec::new() } else { spread(n_cases, count) };
+        Split { fraction, held_out }
+    }
+
+    /// The cases that are not held out, ascending.
+    pub fn complement(&self, n_cases: usize) -> Vec<usize> {
+        let mut held_out = self.held_out.iter().peekable();
+        (0..n_cases)
+            .filter(|case| {
+                if held_out.peek() == Some(&case) {
+                    held_out.next();
+                    false
+                } else {
+                    true
+                }
+            })
+            .collect()
+    }
 }

@@ -20,6 +20,7 @@ mod chains;
 mod data;
 mod files;
 mod gpu_training;
+mod supervised;
 mod training;
 mod views;
 use gpu_training::GpuState;
@@ -91,8 +92,16 @@ pub struct Playground {
     data: Option<Dataset>,
     /// How `data` divides into training and held-out cases (`data.rs`).
     split: data::Split,
+    /// How the loaded database's columns became inputs (`None` for IDX data), for the saved
+    /// model.
+    preprocessing: Option<crate::data::Preprocessing>,
     /// The configuration of the run in `trainer` (`training.rs`).
     config: Option<training::PageConfig>,
+    /// The cases the run in `trainer` trains on: the data it started with, less the held-out
+    /// cases. Later loads do not change them.
+    training_data: Option<Dataset>,
+    /// 1: the CPU engine runs on one thread (`on_cpu`); 0: on every thread of the pool.
+    cpu_threads: usize,
     trainer: Option<GreedyTrainer>,
     chains: Option<chains::CpuChains>,
     /// How the chains were last started, so they can be restarted for a deeper model.
@@ -126,7 +135,10 @@ impl Playground {
         Playground {
             data: None,
             split: data::Split::default(),
+            preprocessing: None,
             config: None,
+            training_data: None,
+            cpu_threads: 0,
             trainer: None,
             chains: None,
             chain_spec: None,
@@ -151,6 +163,12 @@ impl Playground {
         };
         dbn.layers.extend(current);
         (!dbn.layers.is_empty()).then_some(dbn)
+    }
+
+    /// Runs `f` with the CPU thread choice of `set_cpu_threads` (every call of the CPU engine
+    /// goes through here: training, the supervised stage, the views).
+    pub(super) fn on_cpu<R>(&self, f: impl FnOnce() -> R) -> R {
+        training::on_cpu_threads(self.cpu_threads, f)
     }
 
 }

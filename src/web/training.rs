@@ -1,28 +1,39 @@
-//! Training from the page: start a run, step it (one unit of greedy work at a time, so the
-//! worker can post progress between steps), move layers to and from the WebGPU device, cancel.
+//! Training from the page: start a run, step it (one unit of greedy work, or one batch, at a
+//! time, so the worker can post progress between steps), cancel, and the CPU thread choice.
+//! Every event also goes into `Playground::history`, which DEEP.LOG is written from.
 
-use super::gpu_training::GpuLayer;
-use super::{js_error, to_js, Playground};
+use super::{js_error, to_js, LayerHistory, Playground};
 use crate::backend::cpu::CpuBackend;
-use crate::gpu::trainer::GpuCdTrainer;
-use crate::gpu::GpuContext;
 use crate::supervised::SupervisedConfig;
-use crate::train::{CdTrainer, GreedyEvent, GreedyTrainer, StackConfig};
+use crate::train::{BatchEvent, BatchStep, GreedyEvent, GreedyTrainer, LayerBatch, StackConfig, StopReason};
 use wasm_bindgen::prelude::*;
+
+/// The most values one weight matrix set, or one propagated data set, may hold on the page:
+/// training keeps each weight four times over (weights, velocity, gradient, snapshot), and
+/// wasm32 has 4 GiB in all.
+const MAX_PAGE_VALUES: usize = 100_000_000;
 
 #[wasm_bindgen]
 impl Playground {
     /// Starts a fresh model from `config` (a `PageConfig`; missing fields take defaults) and
-    /// returns its `Plan`. Every setting is checked before anything is replaced.
+    /// returns its `Plan`. Every setting is checked before anything is replaced. The run
+    /// trains on the loaded cases less the held-out ones, which give the held-out free energy.
     pub fn start_training(&mut self, config: JsValue) -> Result<JsValue, JsError> {
         let config: PageConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
         let data = self.data()?;
         if let Some(supervised) = &config.supervised {
             supervised.validate().map_err(|e| JsError::new(&format!("invalid setting supervised.{e}")))?;
         }
-        let trainer = GreedyTrainer::new(config.stack.clone(), data).map_err(js_error)?;
+        let training_cases = self.training_case_indices()?;
+        check_sizes(&config, data.n_inputs, training_cases.len())?;
+        let training_data = data.subset(&training_cases);
+        let mut trainer = GreedyTrainer::new(config.stack.clone(), &training_data).map_err(js_error)?;
+        if !self.split.held_out.is_empty() {
+            trainer = trainer.with_held_out(data.subset(&self.split.held_out));
+        }
         let plan = Plan::of(&config, data.n_inputs);
         self.trainer = Some(trainer);
+        self.training_data = Some(training_data);
         self.config = Some(config);
         self.history.clear();
         self.supervised = None;
@@ -40,144 +51,79 @@ impl Playground {
     /// `GreedyEvent` describing it.
     pub fn step(&mut self) -> Result<JsValue, JsError> {
         self.settle_gpu_layer()?;
-        let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
-        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        if let Some(fallback) = &mut self.fallback {
-            let layer = trainer.current_layer();
-            if !fallback.finished() {
-                let report = fallback.train_epoch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
-                return to_js(&GreedyEvent::Epoch { layer, report, metrics: None });
+        self.drain_gpu_history();
+        let threads = self.cpu_threads;
+        let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
+        let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
+        let stop = trainer.current_trainer().and_then(|t| t.stopped);
+        let fallback = &mut self.fallback;
+        let event = on_cpu_threads(threads, || -> Result<GreedyEvent, JsError> {
+            if let Some(layer_trainer) = fallback {
+                let layer = trainer.current_layer();
+                if !layer_trainer.finished() {
+                    let report = layer_trainer.train_epoch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
+                    return Ok(GreedyEvent::Epoch { layer, report, metrics: None });
+                }
+                let done = fallback.take().expect("checked above");
+                trainer.adopt_trained_layer(done.rbm, done.epoch, done.stopped.expect("finished")).map_err(js_error)?;
             }
-            let stop = fallback.stopped.expect("finished");
-            let fallback = self.fallback.take().expect("checked above");
-            trainer.adopt_trained_layer(fallback.rbm, fallback.epoch, stop).map_err(js_error)?;
-        }
-        let event = trainer.step(&CpuBackend, data).map_err(js_error)?;
+            trainer.step(&CpuBackend, data).map_err(js_error)
+        })?;
+        self.record(&event, stop);
         to_js(&event)
     }
 
-    /// Creates the WebGPU device once (later calls reuse it); resolves to the adapter summary.
-    pub fn gpu_connect(&self) -> js_sys::Promise {
-        let state = self.gpu.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
-            let has_device = state.borrow().ctx.is_some() || state.borrow().layer.is_some();
-            if !has_device {
-                let ctx = GpuContext::new().await.map_err(|e| JsValue::from(JsError::new(&e.to_string())))?;
-                state.borrow_mut().ctx = Some(ctx);
-            }
-            let gpu = state.borrow();
-            let summary = match (&gpu.ctx, &gpu.layer) {
-                (Some(ctx), _) => ctx.summary(),
-                (None, Some(layer)) => layer.trainer.as_ref().map(|t| t.context().summary()).ok_or_else(|| JsValue::from_str("the device is busy"))?,
-                (None, None) => return Err(JsValue::from_str("no WebGPU device")),
-            };
-            to_js(&summary).map_err(JsValue::from)
-        })
-    }
-
-    /// Moves the layer just started (after its `layer_started` event) onto the GPU. Returns
-    /// `null` when it trains there, or the reason it stays on the CPU (unsupported settings,
-    /// no device).
-    pub fn gpu_begin_layer(&mut self) -> Result<Option<String>, JsError> {
-        let data = self.data.as_ref().ok_or_else(|| JsError::new("no data loaded yet"))?;
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer has been started"))?;
-        let mut gpu = self.gpu.borrow_mut();
-        if gpu.layer.is_some() {
-            return Err(JsError::new("a layer is already training on the GPU"));
-        }
-        let Some(ctx) = gpu.ctx.take() else { return Ok(Some("no WebGPU device".into())) };
-        match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(data)) {
-            Ok(gpu_trainer) => {
-                gpu.layer = Some(GpuLayer { layer: trainer.current_layer(), trainer: Some(gpu_trainer), synced: None });
-                gpu.failure = None;
-                Ok(None)
-            }
-            Err(e) => Ok(Some(e.to_string())),
-        }
-    }
-
-    /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
-    pub fn gpu_layer_active(&self) -> bool {
-        self.gpu.borrow().layer.as_ref().is_some_and(|l| l.trainer.is_some() && l.finished().is_none())
-    }
-
-    /// One epoch on the GPU, then a download of the weights; resolves to the same `epoch`
-    /// event as `step()`. On failure (device loss) it rejects; call `gpu_fall_back` next.
-    pub fn gpu_epoch(&self) -> js_sys::Promise {
-        let state = self.gpu.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
-            let (layer, mut trainer) = {
-                let mut gpu = state.borrow_mut();
-                let layer = gpu.layer.as_mut().ok_or_else(|| JsValue::from_str("no layer is training on the GPU"))?;
-                (layer.layer, layer.trainer.take().ok_or_else(|| JsValue::from_str("a GPU epoch is already running"))?)
-            };
-            let outcome = match trainer.train_epoch().await {
-                Ok(report) => trainer.checkpoint().await.map(|state| (report, state)).map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
-            };
-            let mut gpu = state.borrow_mut();
-            match outcome {
-                Ok((report, state)) => {
-                    let entry = gpu.layer.as_mut().expect("the layer stays while its epoch runs");
-                    entry.synced = Some(state);
-                    entry.trainer = Some(trainer);
-                    to_js(&GreedyEvent::Epoch { layer, report, metrics: None }).map_err(JsValue::from)
+    /// One batch of the layer in training, or `step()`'s unit of work when no epoch is to
+    /// train (a layer to start or close). A layer training on the GPU moves to the CPU first,
+    /// exactly (its last checkpoint), and continues there.
+    pub fn step_batch(&mut self) -> Result<JsValue, JsError> {
+        self.settle_gpu_layer()?;
+        self.drain_gpu_history();
+        self.move_gpu_layer_to_cpu()?;
+        let threads = self.cpu_threads;
+        let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
+        let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
+        let stop = trainer.current_trainer().and_then(|t| t.stopped);
+        let fallback = &mut self.fallback;
+        let event = on_cpu_threads(threads, || -> Result<BatchEvent, JsError> {
+            if let Some(layer_trainer) = fallback {
+                let layer = trainer.current_layer();
+                if !layer_trainer.finished() {
+                    return Ok(match layer_trainer.train_next_batch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)? {
+                        BatchStep::Batch(report) => BatchEvent::Batch(LayerBatch { layer, report }),
+                        BatchStep::EpochEnded(report) => BatchEvent::Greedy(GreedyEvent::Epoch { layer, report, metrics: None }),
+                    });
                 }
-                Err(message) => {
-                    // The device (and the trainer with it) is dropped; a later run makes a new one.
-                    gpu.failure = Some(message.clone());
-                    Err(JsValue::from(JsError::new(&message)))
-                }
+                let done = fallback.take().expect("checked above");
+                trainer.adopt_trained_layer(done.rbm, done.epoch, done.stopped.expect("finished")).map_err(js_error)?;
             }
-        })
-    }
-
-    /// Testing hook for the fall-back path: destroys the WebGPU device, as a driver reset or a
-    /// lost adapter would. The next `gpu_epoch` fails and `gpu_fall_back` resumes on the CPU.
-    pub fn gpu_simulate_loss(&self) {
-        if let Some(trainer) = self.gpu.borrow().layer.as_ref().and_then(|l| l.trainer.as_ref()) {
-            trainer.context().device.destroy();
+            trainer.step_batch(&CpuBackend, data).map_err(js_error)
+        })?;
+        if let BatchEvent::Greedy(greedy) = &event {
+            self.record(greedy, stop);
         }
+        to_js(&event)
     }
 
-    /// After a failed `gpu_epoch`: the layer resumes on the CPU from the state of the last
-    /// downloaded epoch (or from its initialisation if none finished), exactly as it would have
-    /// gone on on the GPU.
-    pub fn gpu_fall_back(&mut self) -> Result<(), JsError> {
-        let layer = self.gpu.borrow_mut().layer.take();
-        self.gpu.borrow_mut().chains = None;
-        let Some(GpuLayer { synced, .. }) = layer else { return Ok(()) };
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model is being trained"))?;
-        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?;
-        let state = synced.unwrap_or_else(|| cpu.checkpoint());
-        self.fallback = Some(CdTrainer::resume(cpu.config.clone(), state).map_err(js_error)?);
-        Ok(())
-    }
-
-    /// When the GPU layer has finished: hands its weights to the greedy trainer (the next
-    /// `step` closes the layer) and keeps the device for the next layer.
-    fn settle_gpu_layer(&mut self) -> Result<(), JsError> {
-        let mut gpu = self.gpu.borrow_mut();
-        let Some(stop) = gpu.layer.as_ref().and_then(|l| l.finished()) else { return Ok(()) };
-        let layer = gpu.layer.take().expect("checked above");
-        let gpu_trainer = layer.trainer.expect("finished implies present");
-        gpu.ctx = Some(gpu_trainer.into_context());
-        drop(gpu);
-        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
-        // Stopped before its first epoch: the layer keeps its initialisation.
-        let (rbm, epochs) = match layer.synced {
-            Some(state) => (state.rbm, state.epoch),
-            None => (trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?.rbm.clone(), 0),
-        };
-        trainer.adopt_trained_layer(rbm, epochs, stop).map_err(js_error)
-    }
-
-    /// Drops a GPU layer of an abandoned run, keeping the device.
-    fn release_gpu_layer(&mut self) {
-        let mut gpu = self.gpu.borrow_mut();
-        if let Some(trainer) = gpu.layer.take().and_then(|l| l.trainer) {
-            gpu.ctx = Some(trainer.into_context());
+    /// 1: the CPU engine runs on one thread from now on; 0: on every thread of the pool.
+    /// Returns the number of threads the engine now uses. In the threaded build rayon cannot
+    /// give a thread back once it has become a one-thread pool, so 0 after 1 is refused there
+    /// (the page restarts the worker instead).
+    pub fn set_cpu_threads(&mut self, n: usize) -> Result<usize, JsError> {
+        match n {
+            1 => {
+                single_thread_pool()?;
+                self.cpu_threads = 1;
+                Ok(1)
+            }
+            0 if SINGLE_THREAD_POOL.with(|pool| pool.get().is_some()) => Err(JsError::new(
+                "threads: this worker already runs the CPU engine on one thread, and rayon cannot hand that thread back; restart the worker to use every thread",
+            )),
+            0 => {
+                self.cpu_threads = 0;
+                Ok(rayon::current_num_threads())
+            }
+            _ => Err(JsError::new(&format!("threads: expected 0 (every thread of the pool) or 1, got {n}"))),
         }
     }
 
@@ -193,7 +139,118 @@ impl Playground {
             trainer.cancel();
         }
     }
+}
 
+impl Playground {
+    /// Adds an event to the layer histories; `stop_before` is the layer's stop reason before
+    /// the step (a cancel ends a layer without an epoch that reports it).
+    pub(super) fn record(&mut self, event: &GreedyEvent, stop_before: Option<StopReason>) {
+        match event {
+            GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
+                self.history.truncate(*layer);
+                self.history.resize_with(*layer, LayerHistory::default);
+                self.history.push(LayerHistory { trial_errors: trial_errors.clone(), best_trial: *best_trial, ..LayerHistory::default() });
+            }
+            GreedyEvent::Epoch { layer, report, .. } => self.record_epoch(*layer, report.clone()),
+            GreedyEvent::LayerFinished { layer } => {
+                if let Some(history) = self.history.get_mut(*layer) {
+                    history.stop = history.stop.or(stop_before);
+                }
+            }
+            GreedyEvent::Finished => {}
+        }
+    }
+
+    pub(super) fn record_epoch(&mut self, layer: usize, report: crate::train::EpochReport) {
+        if self.history.len() <= layer {
+            self.history.resize_with(layer + 1, LayerHistory::default);
+        }
+        let history = &mut self.history[layer];
+        history.stop = history.stop.or(report.stop);
+        history.epochs.push(report);
+    }
+}
+
+fn no_run() -> JsError {
+    JsError::new("press Train first: no model is being trained")
+}
+
+fn loaded_not_trained() -> JsError {
+    JsError::new("this model was loaded, not trained here: press Train to start a run")
+}
+
+/// Refuses stacks too large for the page before anything is allocated.
+fn check_sizes(config: &PageConfig, n_inputs: usize, n_train: usize) -> Result<(), JsError> {
+    let mut below = n_inputs;
+    let mut weights = 0usize;
+    let sizes = config.stack.layers.iter().chain(config.supervised.iter().flat_map(|s| s.hidden.iter()));
+    for &size in sizes {
+        weights = weights.saturating_add(below.saturating_mul(size));
+        if n_train.saturating_mul(size) > MAX_PAGE_VALUES {
+            return Err(JsError::new(&format!(
+                "layers: a layer of {size} units on {n_train} training cases needs {} values; the page allows at most {MAX_PAGE_VALUES}",
+                n_train.saturating_mul(size)
+            )));
+        }
+        below = size;
+    }
+    if weights > MAX_PAGE_VALUES {
+        return Err(JsError::new(&format!("layers: the model would have {weights} weights; the page allows at most {MAX_PAGE_VALUES}")));
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The one-thread pool of `set_cpu_threads(1)`: this thread itself (`use_current_thread`,
+    /// so nothing is spawned and it works in both builds). Rayon keeps the thread in the pool
+    /// for good, so the pool lives as long as the thread.
+    static SINGLE_THREAD_POOL: std::cell::OnceCell<rayon::ThreadPool> = const { std::cell::OnceCell::new() };
+}
+
+/// Builds the one-thread pool unless it exists, or this thread already runs rayon alone
+/// (the single-threaded build, where rayon's global pool is this thread).
+fn single_thread_pool() -> Result<(), JsError> {
+    if rayon::current_num_threads() == 1 {
+        return Ok(());
+    }
+    SINGLE_THREAD_POOL.with(|cell| {
+        if cell.get().is_none() {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .use_current_thread()
+                .build()
+                .map_err(|e| JsError::new(&format!("threads: cannot make a one-thread pool ({e})")))?;
+            let _ = cell.set(pool);
+        }
+        Ok(())
+    })
+}
+
+/// Runs `f` on one thread (`threads == 1`) or on the whole pool.
+pub(super) fn on_cpu_threads<R>(threads: usize, f: impl FnOnce() -> R) -> R {
+    if threads != 1 {
+        return f();
+    }
+    SINGLE_THREAD_POOL.with(|cell| match cell.get() {
+        // The pool's only thread is this one, so `install` runs `f` right here; the `Send`
+        // bounds it asks for guard a move to another thread that cannot happen.
+        Some(pool) if pool.current_thread_index() == Some(0) => {
+            let job = AssertSend(f);
+            pool.install(move || AssertSend(job.into_inner()())).into_inner()
+        }
+        _ => f(),
+    })
+}
+
+struct AssertSend<T>(T);
+
+// SAFETY: only used by `on_cpu_threads`, whose pool runs the job on the calling thread.
+unsafe impl<T> Send for AssertSend<T> {}
+
+impl<T> AssertSend<T> {
+    fn into_inner(self) -> T {
+        self.0
+    }
 }
 
 /// Everything the page trains with: the RBM stack and, optionally, the supervised stage.
