@@ -93,7 +93,6 @@ function isSoftwareAdapter(info) {
 // cancel interleave), WebGPU layers epoch by epoch, then the blocking supervised stage.
 function createTrainingRun(env) {
   let run = null;
-  let gpuReady = false; // the device, created once per worker and reused across runs
   let gpuEpochsDone = 0;
   let wake = null;
 
@@ -108,23 +107,27 @@ function createTrainingRun(env) {
   const postState = () => env.post('state', { running: !!run?.active, paused: !!run?.paused, stage: run?.stage ?? null });
   const wakeLoop = () => { wake?.(); wake = null; };
 
+  // 1: the CPU engine on one thread; 0: every pool thread. The threaded build cannot get
+  // its pool back after 1 (rayon), so a later "CPU threads" run says it stays on one thread.
   function setThreads(n) {
-    if (typeof playground().set_cpu_threads === 'function') playground().set_cpu_threads(n);
+    if (typeof playground().set_cpu_threads !== 'function') return { threads: env.runtime.threads };
+    try {
+      return { threads: playground().set_cpu_threads(n) };
+    } catch (error) {
+      return { threads: 1, note: 'this worker already runs the CPU on one thread (reload the page for every thread)' };
+    }
   }
 
   async function chooseBackend(choice) {
-    const threads = choice === 'cpu1' ? 1 : env.runtime.threads;
-    setThreads(choice === 'cpu1' ? 1 : 0);
-    const cpu = (reason) => ({ backend: 'cpu', threads, reason });
+    const { threads, note } = setThreads(choice === 'cpu1' ? 1 : 0);
+    const cpu = (reason) => ({ backend: 'cpu', threads, reason: note ? `${reason}; ${note}` : reason });
     if (choice === 'cpu' || choice === 'cpu1') return cpu(choice === 'cpu1' ? 'CPU single-threaded was chosen' : 'CPU was chosen');
     if (!env.webgpu?.available) return cpu(`WebGPU is not available (${env.webgpu?.reason || 'no adapter'})`);
     if (choice === 'auto' && isSoftwareAdapter(env.webgpu)) return cpu(`Auto skips the software WebGPU adapter (${adapterName(env.webgpu)}), which is slower than the CPU`);
     try {
-      if (!gpuReady) await playground().gpu_connect();
-      gpuReady = true;
+      await playground().gpu_connect(); // creates the device once; later calls reuse it
       return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
     } catch (error) {
-      gpuReady = false;
       return cpu(`WebGPU could not start (${message(error)})`);
     }
   }
@@ -139,7 +142,6 @@ function createTrainingRun(env) {
   function beginGpuLayer() {
     const reason = playground().gpu_begin_layer();
     if (!reason) return;
-    gpuReady = false; // the next run asks for the device again if this one lost it
     run.useGpu = false;
     env.post('notice', { message: `This layer trains on the CPU: ${reason}` });
     env.post('backend', { backend: 'cpu', threads: run.threads, reason });
@@ -151,7 +153,6 @@ function createTrainingRun(env) {
       event = await playground().gpu_epoch();
     } catch (error) {
       playground().gpu_fall_back();
-      gpuReady = false;
       run.useGpu = false;
       env.post('notice', { message: `WebGPU failed (${message(error)}); continuing on the CPU` });
       env.post('backend', { backend: 'cpu', threads: run.threads, reason: 'WebGPU failed' });
