@@ -83,3 +83,12 @@ export function readNumber(input) {
 export function errorText(error) {
   return String(error?.message || error);
 }
+
+// The run's seed from the page's settings (1 when the settings do not parse right now).
+export function settingsSeed(app) {
+  try {
+    return Number(app.settings()?.stack?.rbm?.seed) || 1;
+  } catch {
+    return 1;
+  }
+}

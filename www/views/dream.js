@@ -1,6 +1,6 @@
 // The dream: one generative chain from a random top-layer state, propagated down to the pixels
 // and drawn large as it wanders, with its own step counter and a filmstrip of recent frames.
-import { drawImage, el, errorText, panel } from './canvas.js';
+import { drawImage, el, errorText, panel, settingsSeed } from './canvas.js';
 import { liveControls } from './gibbs.js';
 
 const FILM_FRAMES = 8;
@@ -29,7 +29,7 @@ export function mountDream(container, app) {
   async function startDream() {
     const timing = live.settings();
     if (!timing) return;
-    const seed = (Number(app.settings()?.stack?.rbm?.seed) || 1) + 1000 + restarts;
+    const seed = settingsSeed(app) + 1000 + restarts;
     restarts += 1;
     try {
       await app.rpc('dream_start', { seed, ...timing });

@@ -35,7 +35,10 @@ export function mountFilters(container, app) {
     }
     countError.show('');
     try {
-      const image = await app.rpc('view_filters', { count: wanted, columns: Math.ceil(Math.sqrt(wanted)), mode: mode.value });
+      // A square-ish grid of the filters there are (the first layer may have fewer units).
+      const units = app.model?.layers?.[0]?.[1] ?? firstLayerSize(app) ?? wanted;
+      const shown = Math.max(1, Math.min(wanted, units));
+      const image = await app.rpc('view_filters', { count: shown, columns: Math.ceil(Math.sqrt(shown)), mode: mode.value });
       drawImage(canvas, image);
       canvas.dataset.mode = mode.value;
       note.textContent = mode.value === 'grey' ? 'Grey mode: mid-grey is zero, lighter positive, darker negative.' : 'Colour mode: red positive, blue negative, black zero; each tile scaled by its largest weight.';
@@ -57,4 +60,12 @@ export function mountFilters(container, app) {
   });
   app.on('model', refresh);
   return { refresh };
+}
+
+function firstLayerSize(app) {
+  try {
+    return app.settings()?.stack?.layers?.[0];
+  } catch {
+    return undefined;
+  }
 }

@@ -1,7 +1,7 @@
 // Gibbs samples evolving live: chains run in the worker on a timer (on the WebGPU device while
 // training runs there) and post a frame every k steps; this panel picks how many chains, where
 // they start (chosen data cases or random top states), k and the speed, and draws the frames.
-import { drawImage, el, errorText, field, inlineError, panel, readNumber } from './canvas.js';
+import { drawImage, el, errorText, field, inlineError, panel, readNumber, settingsSeed } from './canvas.js';
 
 const MAX_CHAINS = 400;
 const MAX_SPEED = 5000;
@@ -135,7 +135,7 @@ export function mountGibbs(container, app) {
     const timing = live.settings();
     if (!timing) return;
     const chosen = list && list.length ? Array.from({ length: n }, (_, k) => list[k % list.length]) : null;
-    const seed = (Number(app.settings()?.stack?.rbm?.seed) || 1) + restarts;
+    const seed = settingsSeed(app) + restarts;
     restarts += 1;
     try {
       await app.rpc('chains_start', { count: n, fromData: start.value === 'data', cases: chosen, seed, columns: Math.min(n, 10), ...timing });
