@@ -277,3 +277,35 @@ fn activation_file_holds_each_cases_probabilities() {
     assert!(error.contains("no supervised layers"), "{error}");
     assert!(pg.activations("hidden").is_err());
 }
+
+#[wasm_bindgen_test]
+fn supervised_layers_reach_the_log_the_file_and_the_activations() {
+    let mut pg = loaded(SIDE);
+    let config = r#"{"stack": {"layers": [8], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2, "seed": 5}},
+                     "supervised": {"hidden": [], "max_iterations": 5, "anneal_iterations": 2}}"#;
+    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    while !pg.training_finished() {
+        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+    }
+    assert!(pg.supervised_pending());
+    pg.train_supervised(&js_sys::Function::new_no_args(""), None).unwrap_or_else(|e| panic!("{}", message(e)));
+
+    let log = pg.deep_log().unwrap();
+    assert!(log.lines().next().unwrap().contains("supervised softmax output"), "{}", &log[..200]);
+    assert!(log.contains("Complete model: 36 -> 8 -> 4"), "the supervised architecture section");
+
+    let text = pg.save_model().unwrap();
+    let saved = from_json("saved", &text).unwrap();
+    assert_eq!(saved.supervised.as_ref().map(|s| s.network.n_outputs()), Some(4));
+    let mut other = loaded(SIDE);
+    let summary = other.load_model("model.json", &text).unwrap();
+    let supervised = field(&summary, "supervised");
+    assert_eq!(field(&supervised, "n_outputs").as_f64(), Some(4.0));
+    assert_eq!(other.save_model().unwrap(), text);
+
+    // SoftMax outputs: each case's four probabilities sum to 1.
+    let outputs = other.activations("output:0").unwrap();
+    let rows: Vec<f32> = outputs.lines().skip(1).map(|l| l.split_whitespace().map(|v| v.parse::<f32>().unwrap()).sum()).collect();
+    assert_eq!(rows.len(), CASES);
+    assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5), "{rows:?}");
+}
