@@ -2,33 +2,15 @@
 // IndexedDB (saved when training ends and after a load, restored on the next visit once data
 // of its visible size is loaded), and export DEEP.LOG and the activation file.
 import { el, errorText, field, inlineError, panel } from './views/canvas.js';
+import { createStore, del as idbDel, get as idbGet, set as idbSet } from './vendor/idb-keyval.js';
 
 const SAVED_KEY = 'latest';
 
-// One object store of saved models. (www/vendor/ is filled by the build from npm packages;
-// these three calls are too few to add a dependency for.)
-const database = () => new Promise((resolve, reject) => {
-  const request = indexedDB.open('deepbelief-playground', 1);
-  request.onupgradeneeded = () => request.result.createObjectStore('models');
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
-async function inModels(mode, use) {
-  const db = await database();
-  try {
-    return await new Promise((resolve, reject) => {
-      const transaction = db.transaction('models', mode);
-      const request = use(transaction.objectStore('models'));
-      transaction.oncomplete = () => resolve(request.result);
-      transaction.onerror = transaction.onabort = () => reject(transaction.error);
-    });
-  } finally {
-    db.close();
-  }
-}
-const get = (key) => inModels('readonly', (models) => models.get(key));
-const set = (key, value) => inModels('readwrite', (models) => models.put(value, key));
-const del = (key) => inModels('readwrite', (models) => models.delete(key));
+// One object store of saved models, through idb-keyval (vendored from npm by the build).
+const models = createStore('deepbelief-playground', 'models');
+const get = (key) => idbGet(key, models);
+const set = (key, value) => idbSet(key, value, models);
+const del = (key) => idbDel(key, models);
 
 function download(name, text, type = 'text/plain') {
   const url = URL.createObjectURL(new Blob([text], { type }));

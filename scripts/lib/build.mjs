@@ -87,23 +87,30 @@ export async function buildWasm(name, tools = {}) {
 }
 
 /** uPlot's ES module and stylesheet into www/vendor/ (copied when they differ). */
+// Browser files of npm dependencies, copied into www/vendor/ (git-ignored) so the page needs
+// no bundler and no network beyond its own origin.
+const VENDORED = [
+  { pkg: 'uplot', files: [['dist/uPlot.esm.js', 'uPlot.esm.js'], ['dist/uPlot.min.css', 'uPlot.min.css']] },
+  { pkg: 'idb-keyval', files: [['dist/index.js', 'idb-keyval.js']] },
+];
+
 export function copyVendor() {
-  const src = join(ROOT, 'node_modules', 'uplot', 'dist');
   const dst = join(ROOT, 'www', 'vendor');
-  const files = ['uPlot.esm.js', 'uPlot.min.css'];
   mkdirSync(dst, { recursive: true });
-  let copied = 0;
-  for (const f of files) {
-    const from = join(src, f);
-    if (!existsSync(from)) throw new CommandError(`${from} is missing: run \`npm install\` (uplot is a dependency).`);
-    const to = join(dst, f);
-    const st = statSync(to, { throwIfNoEntry: false });
-    if (st && st.size === statSync(from).size && readFileSync(to).equals(readFileSync(from))) continue;
-    copyFileSync(from, to);
-    copied++;
+  for (const { pkg, files } of VENDORED) {
+    let copied = 0;
+    for (const [source, target] of files) {
+      const from = join(ROOT, 'node_modules', pkg, source);
+      if (!existsSync(from)) throw new CommandError(`${from} is missing: run \`npm install\` (${pkg} is a dependency).`);
+      const to = join(dst, target);
+      const st = statSync(to, { throwIfNoEntry: false });
+      if (st && st.size === statSync(from).size && readFileSync(to).equals(readFileSync(from))) continue;
+      copyFileSync(from, to);
+      copied++;
+    }
+    const version = JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+    console.log(`${pkg} ${version}: ${copied ? `copied ${copied} file(s) to` : 'up to date in'} www/vendor/`);
   }
-  const version = JSON.parse(readFileSync(join(ROOT, 'node_modules', 'uplot', 'package.json'), 'utf8')).version;
-  console.log(`uPlot ${version}: ${copied ? `copied ${copied} file(s) to` : 'up to date in'} www/vendor/`);
 }
 
 /** All build steps, in order. */
