@@ -19,7 +19,7 @@ impl Playground {
     /// returns its `Plan`. Every setting is checked before anything is replaced. The run
     /// trains on the loaded cases less the held-out ones, which give the held-out free energy.
     pub fn start_training(&mut self, config: JsValue) -> Result<JsValue, JsError> {
-        let config: PageConfig = serde_wasm_bindgen::from_value(config).map_err(|e| JsError::new(&format!("invalid training settings: {e}")))?;
+        let config: PageConfig = parse_settings(config)?;
         let data = self.data()?;
         if let Some(supervised) = &config.supervised {
             supervised.validate().map_err(|e| JsError::new(&format!("invalid setting supervised.{e}")))?;
@@ -169,6 +169,21 @@ impl Playground {
         history.stop = history.stop.or(report.stop);
         history.epochs.push(report);
     }
+}
+
+/// Reads settings from a JS object. `serde_wasm_bindgen` reads only the fields a struct
+/// names, so `deny_unknown_fields` never fires there: a first pass through `serde_json`
+/// reports misspelt fields. The values come from the second pass, which keeps NaN a number
+/// (JSON has no NaN), so that range checks can name the field.
+fn parse_settings<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, JsError> {
+    let invalid = |e: &dyn std::fmt::Display| JsError::new(&format!("invalid training settings: {e}"));
+    let as_json: serde_json::Value = serde_wasm_bindgen::from_value(value.clone()).map_err(|e| invalid(&e))?;
+    if let Err(e) = serde_json::from_value::<T>(as_json) {
+        if e.to_string().contains("unknown field") {
+            return Err(invalid(&e));
+        }
+    }
+    serde_wasm_bindgen::from_value(value).map_err(|e| invalid(&e))
 }
 
 fn no_run() -> JsError {

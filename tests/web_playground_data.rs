@@ -1,0 +1,120 @@
+#![cfg(target_arch = "wasm32")]
+//! The playground's data API in the browser: IDX loads, the held-out split (counts and class
+//! balance against the exact spread), DEEP databases with inputs and targets by name,
+//! thumbnails, and bad input that names what was wrong and keeps the loaded data.
+
+mod web_playground_common;
+
+use serde_json::json;
+use wasm_bindgen_test::*;
+use web_playground_common::{json, loaded, message, synthetic_idx};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn idx_load_summarises_the_data() {
+    let playground = loaded(300);
+    let summary = json(playground.data_summary().unwrap());
+    assert_eq!(summary["n_cases"], 300);
+    assert_eq!(summary["n_train"], 300);
+    assert_eq!(summary["n_held_out"], 0);
+    assert_eq!(summary["n_inputs"], 36);
+    assert_eq!(summary["image_shape"], json!([6, 6]));
+    assert_eq!(summary["class_names"], json!(["0", "1", "2"]));
+    assert_eq!(summary["class_counts"], json!([100, 100, 100]));
+    assert_eq!(summary["target_names"], json!([]));
+}
+
+#[wasm_bindgen_test]
+fn held_out_cases_are_spread_evenly_and_class_balanced() {
+    let mut playground = loaded(300);
+    // 60 of 300 cases: every fifth case, whose classes (5k mod 3) cycle through 0, 2, 1.
+    let summary = json(playground.set_held_out(0.2).unwrap());
+    assert_eq!(summary["n_held_out"], 60);
+    assert_eq!(summary["n_train"], 240);
+    assert_eq!(summary["held_out_class_counts"], json!([20, 20, 20]));
+    assert_eq!(summary["class_counts"], json!([100, 100, 100]));
+    // 0.1 of 301 rounds to 30 cases.
+    let mut odd = loaded(301);
+    assert_eq!(json(odd.set_held_out(0.1).unwrap())["n_held_out"], 30);
+    // A new load keeps the fraction.
+    let (images, labels) = synthetic_idx(150);
+    let summary = json(playground.load_idx("again", &images, Some("again-labels".into()), Some(labels)).unwrap());
+    assert_eq!(summary["n_held_out"], 30);
+}
+
+#[wasm_bindgen_test]
+fn bad_held_out_fractions_are_refused_by_name() {
+    let mut playground = loaded(300);
+    playground.set_held_out(0.2).unwrap();
+    for bad in [f64::NAN, 0.7, -0.1, f64::INFINITY] {
+        let text = message(playground.set_held_out(bad));
+        assert!(text.starts_with("held_out: expected a finite number in [0, 0.5]"), "{text}");
+    }
+    assert_eq!(json(playground.data_summary().unwrap())["n_held_out"], 60, "the split stays as it was");
+}
+
+#[wasm_bindgen_test]
+fn a_malformed_idx_file_keeps_the_loaded_data() {
+    let mut playground = loaded(300);
+    let (images, labels) = synthetic_idx(10);
+    let text = message(playground.load_idx("broken.idx", &images[..images.len() - 7], None, None));
+    assert!(text.contains("broken.idx"), "{text}");
+    let text = message(playground.load_idx("fine-images", &images, Some("short-labels".into()), Some(labels[..5].to_vec())));
+    assert!(text.contains("short-labels"), "{text}");
+    let summary = json(playground.data_summary().unwrap());
+    assert_eq!(summary["n_cases"], 300);
+    assert_eq!(summary["name"], "synthetic-images");
+}
+
+const DATABASE: &str = "a, b, c, y, z\n0, 1, 5, 1, 0\n1, 3, 5, 0, 1\n2, 5, 5, 1, 0\n4, 9, 5, 0, 1\n";
+
+#[wasm_bindgen_test]
+fn databases_choose_inputs_and_targets_by_name() {
+    let mut playground = loaded(30);
+    assert_eq!(playground.database_columns("table.csv", DATABASE).unwrap(), ["a", "b", "c", "y", "z"]);
+    // Every column but the targets; the constant c is dropped.
+    let summary = json(playground.load_database("table.csv", DATABASE, vec![], vec!["y".into(), "z".into()]).unwrap());
+    assert_eq!(summary["n_cases"], 4);
+    assert_eq!(summary["n_inputs"], 2);
+    assert_eq!(summary["image_shape"], serde_json::Value::Null);
+    assert_eq!(summary["target_names"], json!(["y", "z"]));
+    // Two or more targets are classes: the largest target of each case.
+    assert_eq!(summary["class_names"], json!(["y", "z"]));
+    assert_eq!(summary["class_counts"], json!([2, 2]));
+    let summary = json(playground.load_database("table.csv", DATABASE, vec!["b".into()], vec!["y".into()]).unwrap());
+    assert_eq!(summary["n_inputs"], 1);
+    assert_eq!(summary["class_names"], json!([]), "a single target is not a class");
+}
+
+#[wasm_bindgen_test]
+fn unknown_database_columns_are_named_with_the_file() {
+    let mut playground = loaded(30);
+    let text = message(playground.load_database("table.csv", DATABASE, vec!["a".into(), "bogus".into()], vec!["y".into()]));
+    assert!(text.contains("table.csv") && text.contains("bogus"), "{text}");
+    let text = message(playground.load_database("table.csv", DATABASE, vec![], vec!["nope".into()]));
+    assert!(text.contains("table.csv") && text.contains("nope"), "{text}");
+    let text = message(playground.load_database("table.csv", DATABASE, vec!["a".into()], vec!["a".into()]));
+    assert!(text.contains("both an input and a target"), "{text}");
+    let text = message(playground.database_columns("ragged.txt", "a b\n1 2\n3\n"));
+    assert!(text.contains("ragged.txt"), "{text}");
+    assert_eq!(json(playground.data_summary().unwrap())["n_cases"], 30, "the IDX data stay");
+}
+
+#[wasm_bindgen_test]
+fn thumbnails_show_the_chosen_cases() {
+    let playground = loaded(30);
+    let get = |image: &wasm_bindgen::JsValue, key: &str| js_sys::Reflect::get(image, &key.into()).unwrap();
+    let image = playground.case_images(&[0, 1, 2], 3).unwrap();
+    // Three 6×6 tiles in a row, with one-pixel gaps and frame.
+    assert_eq!(get(&image, "width").as_f64(), Some(22.0));
+    assert_eq!(get(&image, "height").as_f64(), Some(8.0));
+    let pixels = js_sys::Uint8ClampedArray::from(get(&image, "data")).to_vec();
+    // Case 0 is class 0: its top-left pixel (tile at x 1, y 1) is bright; case 2's is dark.
+    let at = |x: usize, y: usize| pixels[(y * 22 + x) * 4];
+    assert!(at(1, 1) > 180 && at(15, 1) < 80, "{} {}", at(1, 1), at(15, 1));
+    let text = message(playground.case_images(&[0, 30], 3));
+    assert!(text.starts_with("cases: case 30 is out of range"), "{text}");
+    let preview = playground.data_preview(1000, 10).unwrap();
+    assert_eq!(get(&preview, "height").as_f64(), Some(22.0), "30 cases, 10 to a row: three rows");
+}
