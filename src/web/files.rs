@@ -10,7 +10,7 @@ use crate::data::Dataset;
 use crate::model::format::{self, SavedDbn, Standardisation};
 use crate::model::Dbn;
 use crate::report::classification::ActivationSelection;
-use crate::report::deep_log::DataSummary;
+use crate::report::deep_log::{DataSummary, UnitActivity};
 use crate::report::deep_log_supervised::analyze_tables;
 use crate::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use crate::train::{GreedyTrainer, StopReason};
@@ -58,11 +58,13 @@ impl Playground {
         let mut relaxed = saved.config.clone();
         relaxed.rbm.batch_size = None;
         relaxed.rbm.n_batches = 1;
-        let mut trainer = GreedyTrainer::new(relaxed, data).map_err(|e| JsError::new(&format!("{name}: field `config`: {e}")))?;
+        let training = self.split_training_cases()?;
+        let mut trainer = GreedyTrainer::new(relaxed, &training).map_err(|e| JsError::new(&format!("{name}: field `config`: {e}")))?;
         trainer.config = saved.config.clone();
         trainer.dbn = saved.dbn.clone();
         self.release_gpu_for_load();
         self.trainer = Some(trainer);
+        self.training_data = Some(training);
         self.fallback = None;
         self.config = Some(PageConfig { stack: saved.config.clone(), supervised: saved.supervised.as_ref().map(|s| s.config.clone()) });
         self.supervised = saved.supervised.clone();
@@ -152,7 +154,7 @@ impl Playground {
             image_shape: training.image_shape,
             visible_means: Some(training.input_means()),
             standardisation: None,
-            preprocessing: None,
+            preprocessing: self.preprocessing.clone(),
             config,
             training: training_log::training_records(&outcomes),
             dbn,
@@ -164,7 +166,7 @@ impl Playground {
     /// else from the loaded file's records; the final error and unit activity measured now on
     /// the training cases.
     fn layer_outcomes(&self, dbn: &Dbn, training: &Dataset) -> Vec<LayerOutcome> {
-        let measured = training_log::measure_layers(&CpuBackend, dbn, training);
+        let measured = self.measured_layers(dbn, training);
         let loaded = self.views.loaded.as_ref().filter(|_| self.history.is_empty());
         measured
             .into_iter()
@@ -184,6 +186,22 @@ impl Playground {
             .collect()
     }
 
+    /// The layers' final errors and unit activity on the training cases, measured once per
+    /// model and data: autosave calls `save_model` often, and measuring 10,000 cases through
+    /// a large stack takes seconds on one thread.
+    fn measured_layers(&self, dbn: &Dbn, training: &Dataset) -> Vec<(f64, Vec<UnitActivity>)> {
+        let key = (training.name.clone(), training.n_cases);
+        let mut cache = self.views.measured.borrow_mut();
+        match cache.as_ref() {
+            Some(cached) if cached.data == key && cached.dbn == *dbn => cached.figures.clone(),
+            _ => {
+                let figures = training_log::measure_layers(&CpuBackend, dbn, training);
+                *cache = Some(MeasuredLayers { data: key, dbn: dbn.clone(), figures: figures.clone() });
+                figures
+            }
+        }
+    }
+
     /// A GPU layer of an abandoned run gives its device back for the next one.
     fn release_gpu_for_load(&mut self) {
         let mut gpu = self.gpu.borrow_mut();
@@ -191,6 +209,14 @@ impl Playground {
             gpu.ctx = Some(trainer.into_context());
         }
     }
+}
+
+/// Figures of one model on one data set (named, and counted so a new held-out split counts
+/// as new data).
+pub(super) struct MeasuredLayers {
+    data: (String, usize),
+    dbn: Dbn,
+    figures: Vec<(f64, Vec<UnitActivity>)>,
 }
 
 /// The page measures no separate initial error: the best initialisation trial's error (the

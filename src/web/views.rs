@@ -10,6 +10,7 @@ use crate::report::histogram;
 use crate::report::image_grid::{self, Scaling};
 use crate::sample::GenerativeChains;
 use serde::Serialize;
+use std::borrow::Cow;
 use wasm_bindgen::prelude::*;
 
 /// Training cases the histograms are measured on: enough for smooth bars, quick to compute.
@@ -104,8 +105,17 @@ impl Playground {
 }
 
 impl Playground {
-    /// The loaded cases that train (not held out), in order.
-    pub(super) fn training_cases(&self) -> Result<Dataset, JsError> {
+    /// The cases the run trains on (the held-out ones excluded): the run's own, or for no
+    /// run the loaded data's current training cases.
+    pub(super) fn training_cases(&self) -> Result<Cow<'_, Dataset>, JsError> {
+        match &self.training_data {
+            Some(training) => Ok(Cow::Borrowed(training)),
+            None => Ok(Cow::Owned(self.split_training_cases()?)),
+        }
+    }
+
+    /// The loaded cases that are not held out, in order.
+    pub(super) fn split_training_cases(&self) -> Result<Dataset, JsError> {
         let data = self.data()?;
         let mut held_out = vec![false; data.n_cases];
         for &k in &self.split.held_out {
@@ -131,4 +141,6 @@ pub(super) struct ViewState {
     /// The model file last loaded, for what the page does not know of it (its data's means,
     /// its training records) when it is saved again unchanged.
     pub loaded: Option<SavedDbn>,
+    /// What `files.rs` last measured for DEEP.LOG and model.json.
+    pub measured: std::cell::RefCell<Option<super::files::MeasuredLayers>>,
 }
