@@ -309,3 +309,38 @@ fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     assert_eq!(rows.len(), CASES);
     assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5), "{rows:?}");
 }
+
+#[wasm_bindgen_test]
+fn a_command_line_model_with_settings_for_more_data_loads_and_saves_unchanged() {
+    // As `deepbelief train` writes it after training on 60,000 cases: batches of 600 and 100
+    // batches, more than this page's 60 cases allow for training.
+    let mut model = from_json("saved", &trained(SIDE, "[8]").save_model().unwrap()).unwrap();
+    model.config.rbm.batch_size = Some(600);
+    model.config.rbm.n_batches = 100;
+    model.visible_means = Some(vec![0.25; SIDE * SIDE]);
+    let text = deepbelief::model::format::to_json(&model);
+    let mut pg = loaded(SIDE);
+    pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    assert!(pg.training_finished());
+    assert_eq!(pg.save_model().unwrap(), text, "the file's settings, means and records are kept");
+}
+
+#[wasm_bindgen_test]
+async fn gpu_chains_from_chosen_cases_start_as_those_cases() {
+    let mut pg = trained(SIDE, "[8]");
+    wasm_bindgen_futures::JsFuture::from(pg.gpu_connect()).await.expect("WebGPU adapter (Chromium needs --enable-unsafe-webgpu)");
+    pg.start_chains(1, true, Some(vec![11, 2, 5]), 4).unwrap();
+    let im = image(wasm_bindgen_futures::JsFuture::from(pg.gpu_advance_chains(0, 3)).await.expect("GPU chains"));
+    let (data, _) = pixels(SIDE, CASES);
+    for (k, case) in [11usize, 2, 5].into_iter().enumerate() {
+        for y in 0..SIDE {
+            for x in 0..SIDE {
+                let byte = data[case * SIDE * SIDE + y * SIDE + x];
+                let [r, ..] = tile_pixel(&im, 3, k, x, y);
+                assert!(r.abs_diff(byte) <= 1, "GPU chain {k} (case {case}) at ({x}, {y}): {r} vs {byte}");
+            }
+        }
+    }
+    wasm_bindgen_futures::JsFuture::from(pg.gpu_advance_chains(5, 3)).await.expect("GPU chains");
+    assert_eq!(pg.chain_steps(), 5);
+}
