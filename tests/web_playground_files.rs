@@ -1,0 +1,138 @@
+#![cfg(target_arch = "wasm32")]
+//! The page's files through the wasm API (`wasm-pack test`): model save/load round trips,
+//! command-line models, bad files, DEEP.LOG with and without supervised layers, and the
+//! activation file against the CPU reference.
+
+mod common_web_playground;
+
+use common_web_playground::*;
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::model::format::from_json;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen_test]
+fn saved_models_load_back_identically() {
+    let pg = trained(SIDE, "[8, 4]");
+    let text = pg.save_model().unwrap();
+    let filters = image(pg.filters_image(8, 4, "grey").unwrap()).data;
+    let parsed = from_json("saved", &text).expect("the CLI's reader accepts the page's file");
+    assert_eq!(parsed.dbn.sizes(), vec![SIDE * SIDE, 8, 4]);
+    assert_eq!(parsed.training.len(), 2);
+    assert_eq!(parsed.image_shape, Some((SIDE, SIDE)));
+
+    let mut other = loaded(SIDE);
+    let summary = other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    assert_eq!(field(&summary, "parameters").as_f64(), Some((36 * 8 + 36 + 8 + 8 * 4 + 8 + 4) as f64));
+    assert!(other.training_finished());
+    assert_eq!(image(other.filters_image(8, 4, "grey").unwrap()).data, filters);
+    assert_eq!(other.save_model().unwrap(), text);
+}
+
+#[wasm_bindgen_test]
+fn bad_model_files_are_refused_and_the_model_survives() {
+    let mut pg = trained(SIDE, "[8, 4]");
+    let filters = image(pg.filters_image(8, 4, "grey").unwrap()).data;
+    let saved = pg.save_model().unwrap();
+
+    let error = message(pg.load_model("broken.json", "{ \"format\": ").unwrap_err());
+    assert!(error.starts_with("broken.json:") && error.contains("line 1"), "{error}");
+
+    let smaller = trained(SIDE - 1, "[8]").save_model().unwrap();
+    let error = message(pg.load_model("small.json", &smaller).unwrap_err());
+    assert!(error.starts_with("small.json:") && error.contains("n_visible") && error.contains("25") && error.contains("36"), "{error}");
+
+    assert_eq!(image(pg.filters_image(8, 4, "grey").unwrap()).data, filters);
+    assert_eq!(pg.save_model().unwrap(), saved);
+}
+
+/// The figure after `name ....` in a DEEP.LOG entry line.
+fn entry_value<'a>(section: &'a str, name: &str) -> &'a str {
+    let line = section.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("no {name} entry"));
+    line.split(" .").last().unwrap().trim_start_matches('.').trim()
+}
+
+#[wasm_bindgen_test]
+fn deep_log_reports_every_layer_and_its_epochs() {
+    let pg = trained(SIDE, "[8, 4]");
+    let log = pg.deep_log().unwrap();
+    assert!(log.starts_with("DEEP.LOG"), "{log}");
+    let second = log.find("LAYER 2 of 2").expect("a section for layer 2");
+    let first = log.find("LAYER 1 of 2").expect("a section for layer 1");
+    for section in [&log[first..second], &log[second..]] {
+        let epochs: usize = entry_value(section, "Epochs").split(' ').next().unwrap().parse().unwrap();
+        assert!(epochs >= 1, "every layer trained at least one epoch:\n{section}");
+        for epoch in 1..=epochs {
+            let row = section.lines().any(|l| l.split_whitespace().next() == Some(&epoch.to_string()) && l.split_whitespace().count() == 7);
+            assert!(row, "no row for epoch {epoch}:\n{section}");
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn activation_file_holds_each_cases_probabilities() {
+    let pg = trained(SIDE, "[8, 4]");
+    let text = pg.activations("unsupervised:1").unwrap();
+    let model = from_json("saved", &pg.save_model().unwrap()).unwrap();
+    let (data, _) = pixels(SIDE, CASES);
+    let inputs: Vec<f32> = data.iter().map(|&b| b as f32 / 255.0).collect();
+    let expected = model.dbn.propagate_up(&CpuBackend, &inputs, 2);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("# unsupervised:1"));
+    let rows: Vec<Vec<f32>> = lines.map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len(), CASES);
+    for (k, row) in rows.iter().enumerate() {
+        assert_eq!(row[..], expected[k * 4..(k + 1) * 4], "case {k}");
+    }
+    let error = message(pg.activations("output:0").unwrap_err());
+    assert!(error.contains("no supervised layers"), "{error}");
+    assert!(pg.activations("hidden").is_err());
+}
+
+#[wasm_bindgen_test]
+fn supervised_layers_reach_the_log_the_file_and_the_activations() {
+    let mut pg = loaded(SIDE);
+    let config = r#"{"stack": {"layers": [8], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2, "seed": 5}},
+                     "supervised": {"hidden": [], "max_iterations": 5, "anneal_iterations": 2}}"#;
+    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    while !pg.training_finished() {
+        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+    }
+    assert!(pg.supervised_pending());
+    pg.train_supervised(&js_sys::Function::new_no_args(""), None).unwrap_or_else(|e| panic!("{}", message(e)));
+
+    let log = pg.deep_log().unwrap();
+    assert!(log.lines().next().unwrap().contains("supervised softmax output"), "{}", &log[..200]);
+    assert!(log.contains("Complete model: 36 -> 8 -> 4"), "the supervised architecture section");
+
+    let text = pg.save_model().unwrap();
+    let saved = from_json("saved", &text).unwrap();
+    assert_eq!(saved.supervised.as_ref().map(|s| s.network.n_outputs()), Some(4));
+    let mut other = loaded(SIDE);
+    let summary = other.load_model("model.json", &text).unwrap();
+    let supervised = field(&summary, "supervised");
+    assert_eq!(field(&supervised, "n_outputs").as_f64(), Some(4.0));
+    assert_eq!(other.save_model().unwrap(), text);
+
+    // SoftMax outputs: each case's four probabilities sum to 1.
+    let outputs = other.activations("output:0").unwrap();
+    let rows: Vec<f32> = outputs.lines().skip(1).map(|l| l.split_whitespace().map(|v| v.parse::<f32>().unwrap()).sum()).collect();
+    assert_eq!(rows.len(), CASES);
+    assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5), "{rows:?}");
+}
+
+#[wasm_bindgen_test]
+fn a_command_line_model_with_settings_for_more_data_loads_and_saves_unchanged() {
+    // As `deepbelief train` writes it after training on 60,000 cases: batches of 600 and 100
+    // batches, more than this page's 60 cases allow for training.
+    let mut model = from_json("saved", &trained(SIDE, "[8]").save_model().unwrap()).unwrap();
+    model.config.rbm.batch_size = Some(600);
+    model.config.rbm.n_batches = 100;
+    model.visible_means = Some(vec![0.25; SIDE * SIDE]);
+    let text = deepbelief::model::format::to_json(&model);
+    let mut pg = loaded(SIDE);
+    pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    assert!(pg.training_finished());
+    assert_eq!(pg.save_model().unwrap(), text, "the file's settings, means and records are kept");
+}
