@@ -2,7 +2,8 @@
 // build (threaded: cross-origin isolated; single-threaded: a plain static server, as an
 // embedding page without isolation gets), and page helpers.
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { startServer } from '../../scripts/serve.mjs';
 
 const root = new URL('../../www/', import.meta.url).pathname;
@@ -104,4 +105,29 @@ export async function canvasStats(page, selector) {
 
 export async function screenshot(page, name) {
   await page.screenshot({ path: `${artifacts}${name}.png`, fullPage: true });
+}
+
+// The first `count` cases of the built-in MNIST as raw IDX buffers (a small data set for
+// the slow software WebGPU adapter).
+export function mnistSubset(count) {
+  const read = (name) => gunzipSync(readFileSync(`${root}data/${name}`));
+  const images = read('mnist-default-images-idx3-ubyte.gz');
+  const labels = read('mnist-default-labels-idx1-ubyte.gz');
+  const imageHeader = Buffer.from(images.subarray(0, 16));
+  imageHeader.writeUInt32BE(count, 4);
+  const labelHeader = Buffer.from(labels.subarray(0, 8));
+  labelHeader.writeUInt32BE(count, 4);
+  return {
+    images: Buffer.concat([imageHeader, images.subarray(16, 16 + count * 28 * 28)]),
+    labels: Buffer.concat([labelHeader, labels.subarray(8, 8 + count)]),
+  };
+}
+
+// Loads IDX buffers through the data panel's file pickers; resolves once the data is in.
+export async function uploadIdx(page, { images, labels }, name = 'subset') {
+  await page.check('#data-source-idx');
+  await page.setInputFiles('#idx-labels', { name: `${name}-labels-idx1-ubyte`, mimeType: 'application/octet-stream', buffer: labels });
+  await page.setInputFiles('#idx-images', { name: `${name}-images-idx3-ubyte`, mimeType: 'application/octet-stream', buffer: images });
+  const cases = images.readUInt32BE(4);
+  await page.waitForFunction((n) => Number(document.getElementById('data-summary').dataset.cases) === n, cases, { timeout: 30_000 });
 }
