@@ -10,8 +10,8 @@ use wasm_bindgen::prelude::*;
 
 /// The most values one weight matrix set, or one propagated data set, may hold on the page:
 /// training keeps each weight four times over (weights, velocity, gradient, snapshot), and
-/// wasm32 has 4 GiB in all.
-const MAX_PAGE_VALUES: usize = 100_000_000;
+/// the threaded build's memory is capped at 1 GiB.
+const MAX_PAGE_VALUES: usize = 25_000_000;
 
 #[wasm_bindgen]
 impl Playground {
