@@ -103,6 +103,9 @@ async function cancel() {
     return { restarted: false };
   }
   resetReady();
+  // Nothing may start until the fresh engine has its data back.
+  app.runtime = null;
+  app.data = null;
   rpc.restart();
   app.emit('notice', { message: 'Cancelled: the engine was restarted; the data and the last saved model are reloaded.' });
   app.emit('state', { running: false, paused: false });

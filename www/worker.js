@@ -191,6 +191,7 @@ function createTrainingRun(env) {
     if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 0);
     const summary = playground().train_supervised((progress) => env.post('supervised_progress', progress), env.cancelFlag ?? undefined);
     env.post('supervised_done', { summary });
+    if (summary?.stopped) run.stopRequested = true; // the shared cancel flag ended the stage
   }
 
   async function loop() {

@@ -141,6 +141,35 @@ for (const build of builds) {
       }
     });
 
+    test('cancel ends a long supervised stage at once, and the page trains again', async () => {
+      // A supervised stage of up to 100,000 conjugate-gradient iterations: only Cancel ends it.
+      const { page, problems } = await openPage(build, 'layers=32&epochs=1&sup_max_iterations=100000&sup_tolerance=0&sup_hidden=300&backend=cpu');
+      try {
+        await startTraining(page);
+        await page.waitForFunction(() => document.querySelector('#train-steps li[data-kind=supervised][data-state=current]'), null, { timeout: 60_000 });
+        await sleep(1000);
+        const data = await page.textContent('#data-summary');
+        const started = Date.now();
+        await page.click('#train-cancel');
+        await page.waitForFunction(() => document.getElementById('train-status').dataset.finished && !window.app.running, null, { timeout: 30_000 });
+        const seconds = (Date.now() - started) / 1000;
+        assert.ok(seconds < 10, `cancel took ${seconds} s`);
+        assert.match(await page.textContent('#train-status'), /Cancelled/);
+        if (!build.isolate) assert.match(await page.textContent('#train-notice'), /engine was restarted/);
+        await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30_000 });
+        assert.equal(await page.textContent('#data-summary'), data, 'the data is kept');
+        await setControl(page, 'p-supervised', false);
+        await page.click('#train-start');
+        await page.waitForFunction(() => window.app.running || document.getElementById('train-status').dataset.finished, null, { timeout: 30_000 });
+        const run = await waitFinished(page);
+        assert.equal(run.finished, 'done', `${run.status} ${run.notice} ${await page.textContent('#train-status')}`);
+        assert.equal(run.epochs, 1);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    });
+
     test('a malformed IDX upload shows an error next to the upload and the trained model survives', async () => {
       const { page, problems } = await openPage(build, `${SMALL}&backend=cpu`);
       try {

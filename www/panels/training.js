@@ -55,6 +55,8 @@ export function mountTraining(section, app, model) {
     }
     busy = true;
     setButtons();
+    delete $('train-status').dataset.finished;
+    $('train-progress').dataset.epochs = '0';
     run = { epochsPerLayer: config.stack.rbm.epochs, layers: config.stack.layers.length, supervised: config.supervised, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'rbm', rbmDone: false };
     $('epoch-log').replaceChildren();
     try {
