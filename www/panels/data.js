@@ -143,7 +143,8 @@ export function mountData(section, app) {
   app.on('data', ({ summary, preview }) => {
     const shape = summary.image_shape ? ` (${summary.image_shape[0]}×${summary.image_shape[1]})` : '';
     const classes = summary.class_counts?.length ? `, ${summary.class_counts.length} classes` : '';
-    $('data-summary').textContent = `${summary.name}: ${summary.n_cases.toLocaleString()} cases of ${summary.n_inputs} inputs${shape}${classes}`;
+    const targets = !summary.class_counts?.length && summary.target_names?.length ? `, targets ${summary.target_names.join(', ')}` : '';
+    $('data-summary').textContent = `${summary.name}: ${summary.n_cases.toLocaleString()} cases of ${summary.n_inputs} inputs${shape}${classes}${targets}`;
     $('data-summary').dataset.cases = summary.n_cases;
     $('data-summary').dataset.inputs = summary.n_inputs;
     const train = summary.n_train ?? summary.n_cases;

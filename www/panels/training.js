@@ -101,7 +101,7 @@ export function mountTraining(section, app, model) {
     const units = run.steps.length || 1;
     const index = run.currentStep ?? 0;
     let within = 0;
-    if (run.stage === 'rbm') within = Math.min(1, run.epoch / run.epochsPerLayer);
+    if (run.stage === 'rbm') within = Math.min(1, (run.epoch + (run.batchFraction ?? 0)) / run.epochsPerLayer);
     else if (run.stage === 'supervised' && run.supervised) {
       const max = run.fineTuning ? run.supervised.fine_tune_max_iterations : run.supervised.max_iterations;
       within = Math.min(1, run.iteration / max);
@@ -143,6 +143,7 @@ export function mountTraining(section, app, model) {
   app.on('epoch', ({ layer, report }) => {
     if (!run) return;
     run.epoch = report.epoch;
+    run.batchFraction = 0;
     run.epochs += 1;
     $('train-progress').dataset.epochs = run.epochs;
     const item = document.createElement('li');
@@ -153,6 +154,7 @@ export function mountTraining(section, app, model) {
   });
   app.on('batch', ({ layer, batch, batches, reconstruction_error }) => {
     if (!run) return;
+    run.batchFraction = batch / batches;
     setProgress(fraction(), `Layer ${layer + 1}: batch ${batch} of ${batches} (error ${Number(reconstruction_error).toFixed(5)})`);
   });
   app.on('layer_finished', ({ layer }) => {

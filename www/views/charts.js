@@ -47,7 +47,8 @@ class Chart {
     this.box.dataset.points = '0';
     const { x, y, twinAxis, log } = this.axes;
     const scales = { x: { time: false }, ...(log ? { y: { distr: 3 } } : {}) };
-    const axes = [{ label: x, size: 36 }, { label: y, size: 60, scale: 'y' }];
+    // Epochs, trials and iterations are whole numbers: no 1.25 ticks.
+    const axes = [{ label: x, size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] }, { label: y, size: 60, scale: 'y' }];
     if (twinAxis) axes.push({ label: twinAxis, side: 1, scale: 'twin', size: 60, grid: { show: false } });
     this.plot = new uPlot({
       ...this.size(),
@@ -87,6 +88,7 @@ export function mountCharts(section, app) {
   }
 
   app.on('plan', ({ steps }) => {
+    section.querySelector('#charts-empty').hidden = true;
     layers = steps.filter((s) => s.kind === 'rbm').length;
     epochCount = 0;
     trialRows = [];
