@@ -170,6 +170,26 @@ for (const build of builds) {
       }
     });
 
+    test('a setting the engine refuses is explained next to its control, and nothing starts', async () => {
+      // 20,000 cases per batch passes the form's range but not the 9,000 training cases.
+      const { page, problems } = await openPage(build, 'batch_size=20000&supervised=0');
+      try {
+        await waitReady(page);
+        await page.click('#train-start');
+        await page.waitForSelector('#p-batch_size-error:not([hidden])', { timeout: 30_000 });
+        assert.match(await page.textContent('#p-batch_size-error'), /batch_size: .*9000/);
+        assert.equal(await page.evaluate(() => window.app.running), false);
+        assert.equal(await page.$$eval('#epoch-log li', (items) => items.length), 0);
+        // Outside the form's own range: refused before the engine is asked.
+        await setControl(page, 'p-learning_rate', '-1');
+        assert.match(await page.textContent('#p-learning_rate-error'), /Learning rate: expected a value from/);
+        assert.doesNotMatch(await page.evaluate(() => location.hash), /learning_rate/);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+      }
+    });
+
     test('a malformed IDX upload shows an error next to the upload and the trained model survives', async () => {
       const { page, problems } = await openPage(build, `${SMALL}&backend=cpu`);
       try {
