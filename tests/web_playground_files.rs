@@ -93,6 +93,9 @@ fn activation_file_holds_each_cases_probabilities() {
 #[wasm_bindgen_test]
 fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     let mut pg = loaded(SIDE);
+    let split = pg.set_held_out(0.2).unwrap_or_else(|e| panic!("{}", message(e)));
+    let train = field(&split, "n_train").as_f64().unwrap() as usize;
+    assert!(train < CASES);
     let config = r#"{"stack": {"layers": [8], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2, "seed": 5}},
                      "supervised": {"hidden": [], "max_iterations": 5, "anneal_iterations": 2}}"#;
     pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
@@ -105,6 +108,10 @@ fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     let log = pg.deep_log().unwrap();
     assert!(log.lines().next().unwrap().contains("supervised softmax output"), "{}", &log[..200]);
     assert!(log.contains("Complete model: 36 -> 8 -> 4"), "the supervised architecture section");
+    assert!(log.contains(&format!("CLASSIFICATION: training data ({train} cases)")), "the training confusion matrix:\n{log}");
+    assert!(log.contains(&format!("CONFUSION MATRIX ({train} cases;")), "{log}");
+    assert!(log.contains(&format!("CLASSIFICATION: held-out data ({} cases)", CASES - train)), "{log}");
+    assert!(log.contains(&format!("CONFUSION MATRIX ({} cases;", CASES - train)), "{log}");
 
     let text = pg.save_model().unwrap();
     let saved = from_json("saved", &text).unwrap();

@@ -198,13 +198,29 @@ pub fn to_json(model: &SavedDbn) -> String {
         })
         .collect();
     fields.push(("layers", format!("[\n{}\n  ]", layers.join(",\n"))));
-    let training: Vec<String> = model.training.iter().map(|t| format!("    {}", compact(t))).collect();
+    let training: Vec<String> = model
+        .training
+        .iter()
+        .map(|t| format!("    {}", compact(&LayerTraining { init_error: readable_f64(t.init_error), final_error: readable_f64(t.final_error), ..t.clone() })))
+        .collect();
     fields.push(("training", if training.is_empty() { "[]".into() } else { format!("[\n{}\n  ]", training.join(",\n")) }));
     if let Some(supervised) = &model.supervised {
-        fields.push(("supervised", compact(&supervised_format::to_value(supervised))));
+        let figures = SavedSupervised { train_criterion: readable_f64(supervised.train_criterion), train_error: supervised.train_error.map(readable_f64), ..supervised.clone() };
+        fields.push(("supervised", compact(&supervised_format::to_value(&figures))));
     }
     let body: Vec<String> = fields.iter().map(|(name, value)| format!("  \"{name}\": {value}")).collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
+}
+
+/// A measured f64 figure to 15 significant digits. serde_json reads a decimal of up to 15
+/// digits exactly but may miss a 17-digit one by an ulp, so a file read and written again
+/// would change; 15 digits is far beyond the precision of any measurement in the file.
+fn readable_f64(x: f64) -> f64 {
+    if x.is_finite() {
+        format!("{x:.14e}").parse().expect("a formatted float parses")
+    } else {
+        x
+    }
 }
 
 fn compact<T: Serialize + ?Sized>(value: &T) -> String {

@@ -11,7 +11,9 @@ use crate::model::format::{self, SavedDbn, Standardisation};
 use crate::model::Dbn;
 use crate::report::classification::ActivationSelection;
 use crate::report::deep_log::{DataSummary, UnitActivity};
-use crate::report::deep_log_supervised::analyze_tables;
+use crate::model::supervised_format::SavedSupervised;
+use crate::report::deep_log_supervised::{analyze_tables, SupervisedLog};
+use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for};
 use crate::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use crate::train::{GreedyTrainer, StopReason};
 use serde::Serialize;
@@ -95,14 +97,7 @@ impl Playground {
         let program = format!("deepbelief {} (playground page)", env!("CARGO_PKG_VERSION"));
         let measured_cases = training.n_cases.min(MEASURED_CASES);
         let log = training_log::deep_log(program, data_summary, &model.config, CpuBackend.describe(), &model.dbn, &outcomes, measured_cases);
-        let supervised = model.supervised.as_ref().map(|saved| {
-            let mut supervised = training_log::supervised_log(&model.dbn, saved);
-            if let Some(error) = saved.train_error {
-                supervised.outcome.push(("training error".into(), format!("{:.2}%", 100.0 * error)));
-            }
-            supervised.analyze = Some(analyze_tables(&CpuBackend, &model.dbn, &training, MEASURED_CASES));
-            supervised
-        });
+        let supervised = model.supervised.as_ref().map(|saved| self.supervised_log(&model.dbn, saved, &training));
         Ok(log.render_with_supervised(supervised.as_ref()))
     }
 
@@ -184,6 +179,29 @@ impl Playground {
                 outcome
             })
             .collect()
+    }
+
+    /// DEEP.LOG's supervised sections: the layers, the criterion and confusion matrix on the
+    /// training cases and on the held-out ones, and the Analyze tables of the stack as it now
+    /// is (after any fine-tuning; the CLI's are of the pretrained stack).
+    fn supervised_log(&self, dbn: &Dbn, saved: &SavedSupervised, training: &Dataset) -> SupervisedLog {
+        let mut log = training_log::supervised_log(dbn, saved);
+        let held_out = self.data.as_ref().filter(|_| !self.split.held_out.is_empty()).map(|data| data.subset(&self.split.held_out));
+        let sets = [("training data", Some(training)), ("held-out data", held_out.as_ref())];
+        for (what, set) in sets.into_iter().filter_map(|(what, set)| Some((what, set?))) {
+            // Data whose targets do not fit the model (another data set loaded since) have no
+            // figures to give; the rest of the report still stands.
+            let Ok(targets) = targets_for(set, saved, &set.name) else { continue };
+            let evaluation = evaluate_layers(&CpuBackend, dbn, saved, &dataset_inputs(set), &targets);
+            if what == "training data" {
+                log.criterion_value = evaluation.criterion;
+            }
+            if let Some(confusion) = evaluation.confusion {
+                log.confusion.push((format!("{what} ({} cases)", set.n_cases), confusion));
+            }
+        }
+        log.analyze = Some(analyze_tables(&CpuBackend, dbn, training, MEASURED_CASES));
+        log
     }
 
     /// The layers' final errors and unit activity on the training cases, measured once per
