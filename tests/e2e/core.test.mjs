@@ -287,3 +287,35 @@ test('threaded build: WebGPU training matches the CPU, and survives losing the d
     });
   }
 });
+
+test('every default of params.js equals the engine\'s (Rust) default (build-independent: threaded only)', async () => {
+  const { page, problems } = await openPage(builds[0], '');
+  try {
+    await waitReady(page);
+    const mismatches = await page.evaluate(async () => {
+      const { PARAMS } = await import('./params.js');
+      // Only what a quick run needs is set; every other field takes the engine's default.
+      const overrides = { stack: { layers: [8], rbm: { epochs: 1, init_trials: 1, batch_size: 500 } }, supervised: { max_iterations: 2 } };
+      const finished = new Promise((resolve) => window.app.on('finished', resolve));
+      await window.app.rpc('train', { config: overrides, backend: 'cpu' });
+      await finished;
+      const saved = JSON.parse(await window.app.rpc('saveModel'));
+      const engine = { stack: saved.config, supervised: saved.supervised.config };
+      const overridden = new Set(['stack.rbm.epochs', 'stack.rbm.init_trials', 'stack.rbm.batch_size', 'supervised.max_iterations']);
+      const wrong = [];
+      for (const p of PARAMS) {
+        const path = p.path.join('.');
+        if (overridden.has(path)) continue;
+        const value = p.path.reduce((node, part) => node?.[part], engine);
+        const same = typeof p.default === 'number' ? Math.abs(value - p.default) <= 1e-6 * Math.abs(p.default) : value === p.default;
+        if (!same) wrong.push(`${path}: params.js ${JSON.stringify(p.default)}, engine ${JSON.stringify(value)}`);
+      }
+      return { wrong, checked: PARAMS.length - overridden.size };
+    });
+    assert.deepEqual(mismatches.wrong, []);
+    assert.ok(mismatches.checked > 35, `checked ${mismatches.checked}`);
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
