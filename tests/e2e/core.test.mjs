@@ -2,6 +2,7 @@
 // round trip, embed flags, a malformed upload that must not cost the model, the CPU path when
 // WebGPU is off; and (threaded build) WebGPU parity with the CPU and the device-loss fallback.
 import { test, after, describe } from 'node:test';
+import { serverFor, launch } from './lib.mjs';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { builds, SMALL, openPage, waitReady, startTraining, waitFinished, epochCount, closeAll, chromiumArgs, runSummary, screenshot, mnistSubset, uploadIdx } from './lib.mjs';
@@ -314,6 +315,53 @@ test('every default of params.js equals the engine\'s (Rust) default (build-inde
     });
     assert.deepEqual(mismatches.wrong, []);
     assert.ok(mismatches.checked > 35, `checked ${mismatches.checked}`);
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('embedded in an iframe without isolation, a constrained demo trains (single-threaded build)', async () => {
+  const server = await serverFor(builds[1]);
+  const page = await (await launch()).newPage();
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  try {
+    // A teaching page of its own (about:blank here) embedding the playground.
+    await page.setContent(`<h1>Lesson</h1><iframe id="demo" width="900" height="700" src="${server.url}#data_hide=1&model_hide=1&charts_hide=1&layers=16&epochs=1&supervised=0&backend=cpu"></iframe>`);
+    const frame = await (await page.waitForSelector('#demo')).contentFrame();
+    await frame.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 60_000 });
+    assert.equal(await frame.evaluate(() => crossOriginIsolated), false);
+    assert.equal(await frame.isHidden('#data-panel'), true);
+    assert.equal(await frame.isHidden('#model-panel'), true);
+    await frame.click('#train-start');
+    await frame.waitForFunction(() => document.getElementById('train-status').dataset.finished === 'done', null, { timeout: 60_000 });
+    assert.match(await frame.textContent('#status'), /Training on the CPU \(single-threaded/);
+    assert.deepEqual(problems, []);
+  } finally {
+    await page.close();
+  }
+});
+
+test('every control of the panels has a label and is reachable by keyboard (both builds share the markup)', async () => {
+  const { page, problems } = await openPage(builds[1], '');
+  try {
+    await waitReady(page);
+    const unlabelled = await page.evaluate(() => [...document.querySelectorAll('#data-panel, #model-panel, #training-panel')]
+      .flatMap((panel) => [...panel.querySelectorAll('input, select, button, [tabindex]')])
+      .filter((control) => !(control.labels?.length || control.getAttribute('aria-label') || control.getAttribute('aria-labelledby') || (control.tagName === 'BUTTON' && control.textContent.trim())))
+      .map((control) => control.id || control.outerHTML.slice(0, 80)));
+    assert.deepEqual(unlabelled, []);
+    // Tab from the page start reaches Start, and Enter on it starts a run.
+    await page.evaluate(() => document.getElementById('p-supervised').click());
+    let focused = '';
+    for (let k = 0; k < 40 && focused !== 'train-start'; k += 1) {
+      await page.keyboard.press('Tab');
+      focused = await page.evaluate(() => document.activeElement?.id);
+    }
+    assert.equal(focused, 'train-start');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.getElementById('train-status').dataset.finished, null, { timeout: 120_000 });
     assert.deepEqual(problems, []);
   } finally {
     await page.close();
