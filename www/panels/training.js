@@ -112,7 +112,9 @@ export function mountTraining(section, app, model) {
   function markSteps() {
     const items = $('train-steps').children;
     [...items].forEach((item, k) => {
-      const state = k < run.currentStep ? 'done' : k === run.currentStep && !run.over ? 'current' : run.over && k <= run.currentStep && !run.stopped ? 'done' : 'pending';
+      let state = 'pending';
+      if (k < run.currentStep) state = 'done';
+      else if (k === run.currentStep) state = !run.over ? 'current' : run.stopped ? 'stopped' : 'done';
       item.dataset.state = state;
       if (state === 'current') item.setAttribute('aria-current', 'step');
       else item.removeAttribute('aria-current');
@@ -161,7 +163,8 @@ export function mountTraining(section, app, model) {
     if (!run) return;
     run.epoch = run.epochsPerLayer;
     if (layer + 1 >= run.layers) run.rbmDone = true;
-    setProgress((layer + 1) / (run.steps.length || 1), `Layer ${layer + 1} finished`);
+    const more = layer + 1 < run.steps.length && app.paused ? ' (paused: Resume goes on)' : '';
+    setProgress((layer + 1) / (run.steps.length || 1), `Layer ${layer + 1} finished${more}`);
     setButtons();
   });
   app.on('supervised_progress', ({ stage, iteration, criterion }) => {
