@@ -87,7 +87,8 @@ fn activation_file_holds_each_cases_probabilities() {
     }
     let error = message(pg.activations("output:0").unwrap_err());
     assert!(error.contains("no supervised layers"), "{error}");
-    assert!(pg.activations("hidden").is_err());
+    let error = message(pg.activations("hidden").unwrap_err());
+    assert!(error.starts_with("selection:") && error.contains("unknown section 'hidden'"), "{error}");
 }
 
 #[wasm_bindgen_test]

@@ -7,7 +7,7 @@ use super::classification::{write_activations, ActivationSelection, Section};
 use super::deep_log::{setting_entries, DataSummary, DeepLog, LayerLog, UnitActivity};
 use super::deep_log_supervised::SupervisedLog;
 use crate::backend::Backend;
-use crate::data::Dataset;
+use crate::data::{Dataset, Preprocessing};
 use crate::eval::hidden_unit_statistics;
 use crate::model::format::LayerTraining;
 use crate::model::supervised_format::SavedSupervised;
@@ -110,6 +110,15 @@ pub fn deep_log<'a>(program: String, data: DataSummary, config: &'a StackConfig,
             })
             .collect(),
     }
+}
+
+/// How a database became inputs, for DEEP.LOG's DATA section.
+pub fn describe_preprocessing(p: &Preprocessing) -> Vec<String> {
+    let mut lines = vec![format!("{:?} of {} input columns", p.scaling, p.kept.len())];
+    if !p.dropped_names.is_empty() {
+        lines.push(format!("dropped as constant: {}", p.dropped_names.join(", ")));
+    }
+    lines
 }
 
 pub fn output_name(output: OutputKind) -> &'static str {

@@ -91,7 +91,7 @@ impl Playground {
             input_means: statistics.mean,
             input_sds: statistics.sd,
             standardised: false,
-            preprocessing: Vec::new(),
+            preprocessing: self.preprocessing.as_ref().map(training_log::describe_preprocessing).unwrap_or_default(),
         };
         let outcomes = self.layer_outcomes(&model.dbn, &training);
         let program = format!("deepbelief {} (playground page)", env!("CARGO_PKG_VERSION"));
@@ -101,16 +101,20 @@ impl Playground {
         Ok(log.render_with_supervised(supervised.as_ref()))
     }
 
-    /// The activation file for every loaded case (held-out ones included): `layer` is the
-    /// CLI's selection, `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:0`).
-    pub fn activations(&self, layer: &str) -> Result<String, JsError> {
-        let selection: ActivationSelection = layer.parse().map_err(|e: String| JsError::new(&format!("layer: {e}")))?;
-        let model = self.saved_model()?;
+    /// The activation file for every loaded case (held-out ones included): `selection` is the
+    /// CLI's `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:0`).
+    pub fn activations(&self, selection: &str) -> Result<String, JsError> {
+        let selection: ActivationSelection = selection.parse().map_err(|e: String| JsError::new(&format!("selection: {e}")))?;
+        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
+        if trainer.dbn.layers.is_empty() {
+            return Err(JsError::new("no layer has finished training yet"));
+        }
         let data = self.data()?;
         let mut inputs = vec![0.0; data.n_cases * data.n_inputs];
         data.gather_into(&(0..data.n_cases).collect::<Vec<_>>(), &mut inputs);
         let mut text = Vec::new();
-        training_log::write_activation_file(&mut text, &CpuBackend, &model.dbn, model.supervised.as_ref(), &inputs, selection).map_err(|e| JsError::new(&format!("layer: {e}")))?;
+        training_log::write_activation_file(&mut text, &CpuBackend, &trainer.dbn, self.supervised.as_ref(), &inputs, selection)
+            .map_err(|e| JsError::new(&format!("selection: {e}")))?;
         String::from_utf8(text).map_err(js_error)
     }
 

@@ -12,7 +12,7 @@ use deepbelief::backend::Backend;
 use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
-use deepbelief::data::{Dataset, Preprocessing};
+use deepbelief::data::Dataset;
 use deepbelief::model::format::{self, SavedDbn};
 use deepbelief::report::deep_log::{stop_description, DataSummary};
 use deepbelief::report::training_log::{self, LayerOutcome, MEASURED_CASES};
@@ -241,7 +241,7 @@ fn write_outputs(
         input_means: data.raw_statistics.mean.clone(),
         input_sds: data.raw_statistics.sd.clone(),
         standardised: data.standardisation.is_some(),
-        preprocessing: data.preprocessing.as_ref().map(describe_preprocessing).unwrap_or_default(),
+        preprocessing: data.preprocessing.as_ref().map(training_log::describe_preprocessing).unwrap_or_default(),
     };
     let program = format!("deepbelief {}", env!("CARGO_PKG_VERSION"));
     let measured_cases = data.dataset.n_cases.min(MEASURED_CASES);
@@ -256,14 +256,6 @@ fn write_outputs(
     write_filters(&filters_path, model)?;
     written.push(filters_path.display().to_string());
     Ok(written)
-}
-
-fn describe_preprocessing(p: &Preprocessing) -> Vec<String> {
-    let mut lines = vec![format!("{:?} of {} input columns", p.scaling, p.kept.len())];
-    if !p.dropped_names.is_empty() {
-        lines.push(format!("dropped as constant: {}", p.dropped_names.join(", ")));
-    }
-    lines
 }
 
 /// The first layer's strongest filters, each scaled symmetrically so zero is mid-grey.
