@@ -165,7 +165,11 @@ export function mountStorage(container, app) {
     }
   });
 
-  app.on('model', ({ summary: modelSummary }) => {
+  app.on('model', ({ summary: modelSummary, checkpoint }) => {
+    if (checkpoint) {
+      lastSavedText = checkpoint;
+      app.emit('model_saved', { text: checkpoint });
+    }
     const previous = layer.value;
     layer.replaceChildren(...activationChoices(modelSummary));
     if ([...layer.options].some((option) => option.value === previous)) layer.value = previous;

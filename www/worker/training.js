@@ -1,0 +1,232 @@
+// The training run of the worker: RBM layers unit by unit, WebGPU layers epoch by epoch, the
+// supervised stage, and the pause/step/cancel commands that steer it. `worker.js` creates one
+// with `createTrainingRun(env)`; `env` gives the engine, `post`, the cancel flag and the runtime.
+
+const message = (error) => String(error?.message ?? error);
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+// Auto takes WebGPU when a hardware adapter exists. A software one (SwiftShader, llvmpipe,
+// WARP) runs the kernels on the CPU far slower than the CPU path itself, so Auto skips it;
+// choosing WebGPU explicitly still uses it.
+function adapterName(info) {
+  return info?.adapter?.name || info?.adapter?.driver || 'adapter';
+}
+function isSoftwareAdapter(info) {
+  return info?.adapter?.device_type === 'Cpu' || /swiftshader|llvmpipe|lavapipe|warp/i.test(adapterName(info));
+}
+
+// The training run: RBM layers unit by unit (yielding between units so pause, step and
+// cancel interleave), WebGPU layers epoch by epoch, then the blocking supervised stage.
+export function createTrainingRun(env) {
+  let run = null;
+  let gpuEpochsDone = 0;
+  let wake = null;
+
+  const playground = () => env.playground;
+  // Units never overlap: a step command waits for the loop's unit in flight (a GPU epoch).
+  let lock = Promise.resolve();
+  const exclusive = (fn) => {
+    const next = lock.then(fn);
+    lock = next.catch(() => {});
+    return next;
+  };
+  const postState = () => env.post('state', { running: !!run?.active, paused: !!run?.paused, stage: run?.stage ?? null });
+  const wakeLoop = () => { wake?.(); wake = null; };
+
+  // 1: the CPU engine on one thread; 0: every pool thread. The threaded build cannot get
+  // its pool back after 1 (rayon), so a later "CPU threads" run says it stays on one thread.
+  function setThreads(n) {
+    if (typeof playground().set_cpu_threads !== 'function') return { threads: env.runtime.threads };
+    try {
+      return { threads: playground().set_cpu_threads(n) };
+    } catch (error) {
+      return { threads: 1, note: 'this worker already runs the CPU on one thread (reload the page for every thread)' };
+    }
+  }
+
+  async function chooseBackend(choice) {
+    const { threads, note } = setThreads(choice === 'cpu1' ? 1 : 0);
+    const cpu = (reason) => ({ backend: 'cpu', threads, reason: note ? `${reason}; ${note}` : reason });
+    if (choice === 'cpu' || choice === 'cpu1') return cpu(choice === 'cpu1' ? 'CPU single-threaded was chosen' : 'CPU was chosen');
+    if (!env.webgpu?.available) return cpu(`WebGPU is not available (${env.webgpu?.reason || 'no adapter'})`);
+    if (choice === 'auto' && isSoftwareAdapter(env.webgpu)) return cpu(`Auto skips the software WebGPU adapter (${adapterName(env.webgpu)}), which is slower than the CPU`);
+    try {
+      await playground().gpu_connect(); // creates the device once; later calls reuse it
+      return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
+    } catch (error) {
+      return cpu(`WebGPU could not start (${message(error)})`);
+    }
+  }
+
+  function postGreedy(event) {
+    const { event: name, ...body } = event;
+    if (name === 'finished') return;
+    env.post(name, body);
+  }
+
+  // Moves the layer just started onto the GPU; on refusal it stays on the CPU.
+  function beginGpuLayer() {
+    const reason = playground().gpu_begin_layer();
+    if (!reason) return;
+    run.useGpu = false;
+    env.post('notice', { message: `This layer trains on the CPU: ${reason}` });
+    env.post('backend', { backend: 'cpu', threads: run.threads, reason });
+  }
+
+  async function gpuEpoch() {
+    let event;
+    try {
+      event = await playground().gpu_epoch();
+    } catch (error) {
+      playground().gpu_fall_back();
+      run.useGpu = false;
+      env.post('notice', { message: `WebGPU failed (${message(error)}); continuing on the CPU` });
+      env.post('backend', { backend: 'cpu', threads: run.threads, reason: 'WebGPU failed' });
+      return 'fell_back';
+    }
+    postGreedy(event);
+    gpuEpochsDone += 1;
+    if (gpuEpochsDone === run.simulateGpuLossAfter) playground().gpu_simulate_loss();
+    return 'epoch';
+  }
+
+  // One unit of greedy work: a layer's initialisation, one epoch, or closing a layer.
+  async function runUnit() {
+    if (run.useGpu && playground().gpu_layer_active()) return gpuEpoch();
+    const event = playground().step();
+    postGreedy(event);
+    if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
+    return event.event;
+  }
+
+  // After Cancel: the layer in training stops where it is and joins the model.
+  function closeCurrentLayer() {
+    playground().cancel();
+    for (let guard = 0; guard < 4 && !playground().training_finished(); guard += 1) {
+      const event = playground().step();
+      postGreedy(event);
+      if (event.event === 'layer_finished') break;
+    }
+  }
+
+  function runSupervised() {
+    if (!playground().supervised_pending?.()) return;
+    run.stage = 'supervised';
+    postState();
+    // Without isolation, cancelling the blocking stage restarts the worker: the page keeps this
+    // copy of the RBM stack to give the new engine (with isolation the shared flag stops it).
+    let checkpoint;
+    if (!env.cancelFlag) {
+      try { checkpoint = playground().save_model(); } catch { checkpoint = undefined; }
+    }
+    env.post('model', { summary: env.modelSummary(), checkpoint });
+    if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 0);
+    const summary = playground().train_supervised((progress) => env.post('supervised_progress', progress), env.cancelFlag ?? undefined);
+    env.post('supervised_done', { summary });
+    if (summary?.stopped) run.stopRequested = true; // the shared cancel flag ended the stage
+  }
+
+  async function loop() {
+    try {
+      while (!run.stopRequested && !playground().training_finished()) {
+        if (run.paused) {
+          await new Promise((resolve) => { wake = resolve; });
+          continue;
+        }
+        await exclusive(runUnit);
+        await yieldToEvents();
+      }
+      if (run.stopRequested) closeCurrentLayer();
+      else runSupervised();
+    } catch (error) {
+      env.post('notice', { message: `Training stopped: ${message(error)}` });
+      run.failed = message(error);
+    }
+    const stopped = run.stopRequested || !!run.failed;
+    run.active = false;
+    run.paused = false;
+    run.stage = null;
+    env.post('finished', { stopped, error: run.failed ?? null });
+    env.post('model', { summary: env.modelSummary() });
+    postState();
+    run.done();
+  }
+
+  function requireRun(what) {
+    if (!run?.active) throw new Error(`${what}: no training is running (press Start)`);
+  }
+
+  return {
+    active: () => !!run?.active,
+    paused: () => !!run?.paused,
+    onGpu: () => !!run?.active && run.useGpu && playground().gpu_layer_active(),
+    finishedPromise: () => run?.finished ?? Promise.resolve(),
+    // { config: PageConfig, backend, paused?, simulateGpuLossAfter? } → Plan. A run in
+    // progress is cancelled first.
+    async start({ config, backend = 'auto', paused = false, simulateGpuLossAfter = 0 }) {
+      if (run?.active) {
+        run.stopRequested = true;
+        wakeLoop();
+        await run.finished;
+      }
+      const plan = playground().start_training(config);
+      let done;
+      run = { active: true, paused, stopRequested: false, useGpu: false, stage: 'rbm', simulateGpuLossAfter, finished: new Promise((r) => { done = r; }) };
+      run.done = done;
+      gpuEpochsDone = 0;
+      env.post('plan', plan);
+      const chosen = await chooseBackend(backend);
+      run.useGpu = chosen.backend === 'webgpu';
+      run.threads = chosen.threads;
+      env.post('backend', chosen);
+      postState();
+      loop();
+      return plan;
+    },
+    pause() {
+      requireRun('pause');
+      run.paused = true;
+      postState();
+      return { paused: true };
+    },
+    resume() {
+      requireRun('resume');
+      run.paused = false;
+      wakeLoop();
+      postState();
+      return { paused: false };
+    },
+    // One mini-batch; a layer on the GPU first moves to the CPU exactly (its checkpoint).
+    async stepBatch() {
+      requireRun('step batch');
+      if (!run.paused) this.pause();
+      if (playground().training_finished()) throw new Error('step batch: every RBM layer has finished (press Resume for the rest)');
+      if (typeof playground().step_batch !== 'function') throw new Error('step batch: this engine build has no step_batch');
+      return exclusive(() => {
+        const event = playground().step_batch();
+        postGreedy(event);
+        if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
+        return event;
+      });
+    },
+    // Greedy units up to and including the next epoch.
+    async stepEpoch() {
+      requireRun('step epoch');
+      if (!run.paused) this.pause();
+      for (let guard = 0; guard < 4 && !playground().training_finished(); guard += 1) {
+        const kind = await exclusive(runUnit);
+        if (kind === 'epoch') return { event: 'epoch' };
+      }
+      return { event: playground().training_finished() ? 'finished' : 'layer' };
+    },
+    async cancel() {
+      if (!run?.active) return { stopped: false };
+      run.stopRequested = true;
+      if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 1);
+      playground().cancel();
+      wakeLoop();
+      await run.finished;
+      return { stopped: true };
+    },
+  };
+}
