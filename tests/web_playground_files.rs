@@ -6,6 +6,7 @@
 mod common_web_playground;
 
 use common_web_playground::*;
+use deepbelief::web::Playground;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::model::format::from_json;
 use wasm_bindgen_test::*;
@@ -143,4 +144,37 @@ fn a_command_line_model_with_settings_for_more_data_loads_and_saves_unchanged() 
     pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
     assert!(pg.training_finished());
     assert_eq!(pg.save_model().unwrap(), text, "the file's settings, means and records are kept");
+}
+
+#[wasm_bindgen_test]
+fn a_database_models_file_and_log_carry_its_scaling() {
+    // 40 cases of inputs a, b (c is constant, so dropped) and a target y.
+    let mut csv = String::from("a, b, c, y\n");
+    for k in 0..40 {
+        csv += &format!("{}, {}, 5, {}\n", k % 7, (k * 3) % 11, k % 2);
+    }
+    let mut pg = Playground::new();
+    pg.load_database("table.csv", &csv, vec![], vec!["y".into()]).unwrap_or_else(|e| panic!("{}", message(e)));
+    let config = r#"{"stack": {"layers": [3], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2}}, "supervised": null}"#;
+    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    while !pg.training_finished() {
+        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+    }
+    let log = pg.deep_log().unwrap();
+    assert!(log.contains("of 2 input columns") && log.contains("dropped as constant: c"), "{log}");
+    let text = pg.save_model().unwrap();
+    let saved = from_json("saved", &text).unwrap();
+    assert_eq!(saved.preprocessing.as_ref().map(|p| p.kept_names.clone()), Some(vec!["a".to_string(), "b".to_string()]));
+    assert_eq!(saved.image_shape, None);
+    let mut other = Playground::new();
+    other.load_database("table.csv", &csv, vec![], vec!["y".into()]).unwrap();
+    other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    assert_eq!(other.save_model().unwrap(), text);
+
+    // Two inputs again, but other columns: the model's scaling does not describe them.
+    let mut renamed = Playground::new();
+    renamed.load_database("other.csv", &csv.replacen("a, b", "a, q", 1), vec![], vec!["y".into()]).unwrap();
+    let error = message(renamed.load_model("model.json", &text).unwrap_err());
+    assert!(error.starts_with("model.json:") && error.contains("preprocessing.kept_names") && error.contains("\"q\""), "{error}");
+    assert!(renamed.save_model().is_err(), "no model was installed");
 }

@@ -54,6 +54,14 @@ impl Playground {
                 data.name, data.n_inputs
             )));
         }
+        if let (Some(file), Some(loaded)) = (&saved.preprocessing, &self.preprocessing) {
+            if !file.kept_names.iter().map(|n| n.to_lowercase()).eq(loaded.kept_names.iter().map(|n| n.to_lowercase())) {
+                return Err(JsError::new(&format!(
+                    "{name}: field `preprocessing.kept_names` is {:?}, but the loaded database ({}) has the inputs {:?}; load the database the model was trained on",
+                    file.kept_names, data.name, loaded.kept_names
+                )));
+            }
+        }
         // Batch settings are checked against the number of training cases, which is the
         // page's, not the file's: a model trained on more cases must still load. The file's
         // own settings go back in once the trainer exists.
