@@ -159,6 +159,8 @@ for (const build of builds) {
         if (!build.isolate) assert.match(await page.textContent('#train-notice'), /engine was restarted/);
         await page.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 30_000 });
         assert.equal(await page.textContent('#data-summary'), data, 'the data is kept');
+        // The RBM stack trained before the stage survives the cancel (a restarted engine gets it back).
+        await page.waitForFunction(() => window.app.model?.layers?.length === 1 && window.app.model.layers[0][1] === 32, null, { timeout: 30_000 });
         await setControl(page, 'p-supervised', false);
         await page.click('#train-start');
         await page.waitForFunction(() => window.app.running || document.getElementById('train-status').dataset.finished, null, { timeout: 30_000 });
