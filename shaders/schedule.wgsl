@@ -14,6 +14,7 @@
 //      the last_* scalars, has_previous = 1, and one record in the batch log at
 //      batch_index (if it fits), then batch_index += 1.
 // `TrainState` is prepended from schedule_state.wgsl.
+// schedule_gather.wgsl runs this step and the next batch's gather in one dispatch.
 //
 // bindings: 0 params (uniform ScheduleParams), 1 state (rw storage TrainState),
 // 2 update_partials (read, array<vec4<f32>>), 3 error_partials (read, array<f32>),
@@ -63,6 +64,11 @@ fn adapt_momentum(momentum: f32, cosine: f32) -> f32 {
 
 @compute @workgroup_size(256)
 fn schedule(@builtin(local_invocation_index) t: u32) {
+    schedule_batch(t);
+}
+
+// Every invocation of the workgroup must call it (it holds barriers).
+fn schedule_batch(t: u32) {
     var acc = vec4<f32>(0.0, 0.0, 0.0, 0.0);
     for (var k = t; k < params.n_update_partials; k = k + WG) {
         let p = update_partials[k];

@@ -6,6 +6,10 @@
 //
 // visible_bias_step, over the nv visible columns:
 //     mean_input ← mean(v0);  g = mean(v0) − mean(vk);  v = m·v + lr·g;  b += v
+// visible_bias_error_step: visible_bias_step, and also the batch's squared reconstruction
+//     error, error_partials[workgroup] = Σ over its columns and all rows of (v0 − error_source)²
+//     (each lane sums its rows in order, then the tree over the 256 invocations
+//     t = lane·8 + column, t ⊕= t + s, s = 128 .. 1), so the error costs no dispatch of its own;
 // hidden_bias_step, over the nh hidden columns:
 //     m0 = mean(h0);  q ← 0.95 q + 0.05 m0;  d = sparsity_derivative(q)  (→ sparsity_out)
 //     g = (m0 − mean(hk)) − d;  v = m·v + lr·g;  c += v
@@ -23,7 +27,9 @@
 // 3 negative (read, chains × width: vk or hk), 4 bias (rw, width), 5 bias_velocity (rw, width),
 // 6 column_state (rw, width: visible: mean(v0) is written there, the weight update's
 // mean_input; hidden: the smoothed estimate q, read and written),
-// 7 sparsity_out (rw, nh; hidden only: d for the weight update).
+// 7 sparsity_out (rw, nh; hidden only: d for the weight update),
+// 8 error_source (read, rows × width; visible_bias_error_step only: the reconstruction),
+// 9 error_partials (rw, one per workgroup; visible_bias_error_step only).
 //
 // Run both before update.wgsl's update_weights (which reads mean_input and d) and before the
 // schedule kernel (which changes the rates).
@@ -49,7 +55,11 @@ const SATURATION_HIGH: f32 = 0.99f;
 @group(0) @binding(6) var<storage, read_write> column_state: array<f32>;
 @group(0) @binding(7) var<storage, read_write> sparsity_out: array<f32>;
 
+@group(0) @binding(8) var<storage, read> error_source: array<f32>;
+@group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
+
 var<workgroup> lane_positive: array<f32, 256>;
+var<workgroup> lane_error: array<f32, 256>;
 var<workgroup> lane_negative: array<f32, 256>;
 
 fn lane_rows(rows: u32, lane: u32) -> vec2<u32> {
@@ -123,10 +133,7 @@ fn sparsity_derivative(q: f32, penalty: f32, goal: f32) -> f32 {
     return d;
 }
 
-@compute @workgroup_size(8, 32)
-fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let col = wid.x * COLS + lid.x;
-    column_means(col, lid.x, lid.y);
+fn visible_bias_update(col: u32, lid: vec3<u32>) {
     if (lid.y == 0u && col < dims.width) {
         let m0 = lane_positive[lid.x];
         column_state[col] = m0;
@@ -134,6 +141,40 @@ fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invoc
         let v = state.momentum * bias_velocity[col] + state.learning_rate * g;
         bias_velocity[col] = v;
         bias[col] = bias[col] + v;
+    }
+}
+
+@compute @workgroup_size(8, 32)
+fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wid.x * COLS + lid.x;
+    column_means(col, lid.x, lid.y);
+    visible_bias_update(col, lid);
+}
+
+@compute @workgroup_size(8, 32)
+fn visible_bias_error_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    let col = wid.x * COLS + lid.x;
+    let t = lid.y * COLS + lid.x;
+    var e = 0.0f;
+    if (col < dims.width) {
+        let range = lane_rows(dims.rows, lid.y);
+        for (var r = range.x; r < range.y; r = r + 1u) {
+            let d = positive[r * dims.width + col] - error_source[r * dims.width + col];
+            e = e + d * d;
+        }
+    }
+    lane_error[t] = e;
+    column_means(col, lid.x, lid.y);
+    visible_bias_update(col, lid);
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s = s >> 1u) {
+        if (t < s) {
+            lane_error[t] = lane_error[t] + lane_error[t + s];
+        }
+        workgroupBarrier();
+    }
+    if (t == 0u) {
+        error_partials[wid.x] = lane_error[0];
     }
 }
 

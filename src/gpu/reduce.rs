@@ -169,7 +169,7 @@ fn params(device: &wgpu::Device, label: &str, n: usize, rows: usize, width: usiz
 
 impl ReduceKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("reduce"), source: wgpu::ShaderSource::Wgsl(SHADER.into()) });
+        let module = super::shader::module(device, "reduce", SHADER.into(), super::shader::Checks::Bounded);
         ReduceKernels {
             column_means: pipeline(device, &module, "column_means"),
             partial_sum_sq_diff: pipeline(device, &module, "partial_sum_sq_diff"),

@@ -19,7 +19,8 @@ use crate::train::config::{CdConfig, Schedule};
 use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
 
-const SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/schedule.wgsl"));
+/// schedule_state.wgsl and schedule.wgsl (whose `schedule_and_gather` also needs gather.wgsl).
+pub(crate) const SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/schedule.wgsl"));
 
 /// The training state on the device: 24 words of 4 bytes (96 bytes), exactly the WGSL
 /// `TrainState` of `shaders/schedule_state.wgsl` (word offsets in its header).
@@ -212,7 +213,7 @@ pub struct ScheduleKernels {
 
 impl ScheduleKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("schedule"), source: wgpu::ShaderSource::Wgsl(SHADER.into()) });
+        let module = super::shader::module(device, "schedule", SHADER.into(), super::shader::Checks::Bounded);
         ScheduleKernels { schedule: pipeline(device, &module, "schedule"), empty: super::reduce::storage_buffer(device, "no_error_partials", 4) }
     }
 

@@ -26,6 +26,11 @@ pub fn update_partial_count(n_visible: usize, n_hidden: usize) -> u32 {
     split(n_visible * n_hidden, UPDATE_SPAN).0
 }
 
+/// Error partials [`UpdateKernels::visible_bias_error_step`] writes for `n_visible` columns.
+pub fn bias_error_partial_count(n_visible: usize) -> u32 {
+    n_visible.div_ceil(COLUMNS_PER_GROUP) as u32
+}
+
 /// Buffers of the weight update (all f32, row-major).
 pub struct WeightUpdateBuffers<'a> {
     /// nv × nh, updated in place.
@@ -79,16 +84,18 @@ pub struct HiddenBiasBuffers<'a> {
 pub struct UpdateKernels {
     weights: wgpu::ComputePipeline,
     visible_bias: wgpu::ComputePipeline,
+    visible_bias_error: wgpu::ComputePipeline,
     hidden_bias: wgpu::ComputePipeline,
 }
 
 impl UpdateKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let update = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("update"), source: wgpu::ShaderSource::Wgsl(UPDATE_SHADER.into()) });
-        let bias = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("update_bias"), source: wgpu::ShaderSource::Wgsl(BIAS_SHADER.into()) });
+        let update = super::shader::module(device, "update", UPDATE_SHADER.into(), super::shader::Checks::Bounded);
+        let bias = super::shader::module(device, "update_bias", BIAS_SHADER.into(), super::shader::Checks::Bounded);
         UpdateKernels {
             weights: pipeline(device, &update, "update_weights"),
             visible_bias: pipeline(device, &bias, "visible_bias_step"),
+            visible_bias_error: pipeline(device, &bias, "visible_bias_error_step"),
             hidden_bias: pipeline(device, &bias, "hidden_bias_step"),
         }
     }
@@ -119,6 +126,22 @@ impl UpdateKernels {
             &self.visible_bias,
             dims,
             &[(1, b.state), (2, b.positive), (3, b.negative), (4, b.bias), (5, b.velocity), (6, b.mean_input)],
+            (groups, 1),
+        )
+    }
+
+    /// [`Self::visible_bias_step`] that also writes the batch's squared reconstruction error
+    /// Σ (v0 − `error_source`)² over rows × nv as [`bias_error_partial_count`] partials (one
+    /// per workgroup, for the schedule kernel): the error needs no dispatch of its own.
+    pub fn visible_bias_error_step(&self, device: &wgpu::Device, rows: usize, chains: usize, n_visible: usize, b: &VisibleBiasBuffers, error_source: &wgpu::Buffer, error_partials: &wgpu::Buffer) -> Step {
+        let dims = bias_dims(device, rows, chains, n_visible);
+        let groups = bias_error_partial_count(n_visible);
+        Step::new(
+            device,
+            "visible_bias_error_step",
+            &self.visible_bias_error,
+            dims,
+            &[(1, b.state), (2, b.positive), (3, b.negative), (4, b.bias), (5, b.velocity), (6, b.mean_input), (8, error_source), (9, error_partials)],
             (groups, 1),
         )
     }

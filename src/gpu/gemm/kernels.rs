@@ -44,7 +44,8 @@ struct Params {
     index_base: [u32; 2],
     splits: u32,
     k_chunk: u32,
-    pad: [u32; 2],
+    k_split: u32,
+    alpha2: f32,
 }
 
 /// The GEMM pipelines of one device, compiled per variant on first use, and the placeholder
@@ -106,21 +107,29 @@ impl GemmKernels {
                 shader::buffer_entry(8, Storage { read_only: false }, false),
             ],
         });
-        let pipelines = PipelineCache::new(&ctx.device, "gemm", &layout);
+        let pipelines = PipelineCache::new(&ctx.device, "gemm", &layout).with_checks(shader::Checks::Trusted);
         GemmKernels {
             pipelines,
             layout,
             unused_read: buffers::zeros(ctx, "gemm_unused_read", 16),
             unused_write: buffers::zeros(ctx, "gemm_unused_write", 16),
             unused_partials: buffers::zeros(ctx, "gemm_unused_partials", 16),
+
             zero_slot: StepTable::new(ctx, &[buffers::StepSlot::default()]),
         }
     }
 
     fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
         let (a_u8, a_gather) = (op.a_element == Element::U8, op.a_gather.is_some());
-        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8);
+        let paired = op.pair.is_some();
+        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8);
         let d = tiling.dims();
+        // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
+        // slab is filled along k, so that the invocations storing one row's k values hit
+        // different banks (unpadded, they all hit the same bank: a 16-way conflict on every
+        // stash).
+        let a_stride = d.bm / 4 + u32::from(!op.a_transposed);
+        let b_stride = d.bn / 4 + u32::from(op.b_transposed);
         self.pipelines.get(&ctx.device, &key, entry_point, || {
             shader::assemble(
                 SOURCE,
@@ -136,12 +145,9 @@ impl GemmKernels {
                     ("A_U8", Const::Bool(a_u8)),
                     ("A_GATHER", Const::Bool(a_gather)),
                     ("B_TRANS", Const::Bool(op.b_transposed)),
-                    // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of
-                    // padding where the slab is filled along k, so that the 16 invocations
-                    // storing one row's k values hit different banks (unpadded, they all hit
-                    // the same bank: a 16-way conflict on every stash).
-                    ("A_STRIDE", Const::U32(d.bm / 4 + u32::from(!op.a_transposed))),
-                    ("B_STRIDE", Const::U32(d.bn / 4 + u32::from(op.b_transposed))),
+                    ("PAIRED", Const::Bool(paired)),
+                    ("A_STRIDE", Const::U32(a_stride)),
+                    ("B_STRIDE", Const::U32(b_stride)),
                 ],
                 true,
             )
@@ -155,8 +161,11 @@ impl GemmKernels {
         let pipeline = self.pipeline(ctx, tiling, op, "main");
 
         // Aliasing: WebGPU forbids a buffer bound writable twice, or writable and read-only.
+        if op.pair.is_some() && (op.bias.is_some() || op.a_gather.is_some() || op.a_element == Element::U8) {
+            return Err(GpuError("gemm: a paired product takes no bias, u8 or gathered A (their bindings hold the second pair)".into()));
+        }
         let writable = [Some(op.c.buffer), op.sample.map(|s| s.out.buffer)];
-        let readable = [Some(op.a.buffer), Some(op.b.buffer), op.bias.map(|b| b.buffer), op.a_gather.map(|g| g.order)];
+        let readable = [Some(op.a.buffer), Some(op.b.buffer), op.bias.map(|b| b.buffer), op.a_gather.map(|g| g.order), op.pair.map(|p| p.a.buffer), op.pair.map(|p| p.b.buffer)];
         if writable[1] == writable[0] {
             return Err(GpuError("gemm: C and the sample output must be different buffers".into()));
         }
@@ -173,8 +182,13 @@ impl GemmKernels {
             }
             Ok(if rows == 0 || cols == 0 { 0 } else { (rows - 1) * ld as u64 + cols })
         };
-        let (a_rows, a_cols) = if op.a_transposed { (k, m) } else { (m, k) };
-        let (b_rows, b_cols) = if op.b_transposed { (n, k) } else { (k, n) };
+        // With a pair, the first operands are k_split deep and the second k − k_split.
+        let (k1, k2) = match op.pair {
+            Some(p) => ((p.k_split as u64).min(k), k - (p.k_split as u64).min(k)),
+            None => (k, 0),
+        };
+        let (a_rows, a_cols) = if op.a_transposed { (k1, m) } else { (m, k1) };
+        let (b_rows, b_cols) = if op.b_transposed { (n, k1) } else { (k1, n) };
         let a_size = if op.a_element == Element::U8 { 1 } else { 4 };
         let a_len = extent(a_rows, a_cols, op.a.ld, "A")?;
         let b_len = extent(b_rows, b_cols, op.b.ld, "B")?;
@@ -189,31 +203,44 @@ impl GemmKernels {
         };
         let b_window = if empty { None } else { Some(window(ctx, op.b.buffer, op.b.offset * 4, Some(b_len * 4), "gemm operand B")?) };
         let c_window = window(ctx, op.c.buffer, op.c.offset * 4, Some(c_len * 4), "gemm output C")?;
-        let bias_window = match op.bias {
-            Some(bias) => Some(window(ctx, bias.buffer, bias.offset * 4, Some(n * 4), "gemm bias")?),
-            None => None,
+        let bias_window = match (op.bias, op.pair) {
+            (Some(bias), _) => Some(window(ctx, bias.buffer, bias.offset * 4, Some(n * 4), "gemm bias")?),
+            (None, Some(p)) if !empty && k2 > 0 => {
+                let (rows, cols) = if op.b_transposed { (n, k2) } else { (k2, n) };
+                Some(window(ctx, p.b.buffer, p.b.offset * 4, Some(extent(rows, cols, p.b.ld, "B2")? * 4), "gemm operand B2")?)
+            }
+            _ => None,
         };
         let sample_window = match op.sample {
             Some(s) => Some(window(ctx, s.out.buffer, s.out.offset * 4, Some(extent(m, n, s.out.ld, "sample output")? * 4), "gemm sample output")?),
             None => None,
         };
-        let order_window = match op.a_gather {
-            Some(g) => Some(window(ctx, g.order, 0, None, "gemm row order")?),
-            None => None,
+        let order_window = match (op.a_gather, op.pair) {
+            (Some(g), _) => Some(window(ctx, g.order, 0, None, "gemm row order")?),
+            (None, Some(p)) if !empty && k2 > 0 => {
+                let (rows, cols) = if op.a_transposed { (k2, m) } else { (m, k2) };
+                Some(window(ctx, p.a.buffer, p.a.offset * 4, Some(extent(rows, cols, p.a.ld, "A2")? * 4), "gemm operand A2")?)
+            }
+            _ => None,
         };
 
         let tiles_n = op.n.div_ceil(tiling.dims().bn);
         let tiles_total = tiling.tiles(op.m, op.n);
         let bk = tiling.dims().bk;
-        let mut splits = op.split_k.unwrap_or_else(|| auto_splits(tiling, op.m, op.n, op.k)).clamp(1, op.k.max(1));
+        // The k axis the kernel walks: a pair's first operands padded to whole k steps.
+        let walked_k = match op.pair {
+            Some(_) => (k1 as u32).next_multiple_of(bk) + k2 as u32,
+            None => op.k,
+        };
+        let mut splits = op.split_k.unwrap_or_else(|| auto_splits(tiling, op.m, op.n, op.k)).clamp(1, walked_k.max(1));
         let max_binding = ctx.device.limits().max_storage_buffer_binding_size;
         if op.split_k.is_none() {
             while splits > 1 && splits as u64 * m * n * 4 > max_binding {
                 splits -= 1;
             }
         }
-        let k_chunk = op.k.div_ceil(splits).next_multiple_of(bk).max(bk);
-        let splits = op.k.div_ceil(k_chunk).max(1);
+        let k_chunk = walked_k.div_ceil(splits).next_multiple_of(bk).max(bk);
+        let splits = walked_k.div_ceil(k_chunk).max(1);
         let partials = if splits > 1 && m * n > 0 {
             let bytes = splits as u64 * m * n * 4;
             if bytes > max_binding {
@@ -237,11 +264,12 @@ impl GemmKernels {
         if op.sample.is_some() {
             flags |= FLAG_SAMPLE;
         }
+
         let index_base = op.sample.map_or(0, |s| s.index_base);
         let params = Params {
             m: op.m,
             n: op.n,
-            k: op.k,
+            k: walked_k,
             tiles_n,
             tiles_total,
             lda: op.a.ld,
@@ -251,7 +279,10 @@ impl GemmKernels {
             b_offset: u32_offset(b_window.as_ref().map_or(0, |w| w.residual / 4), "B")?,
             c_offset: u32_offset(c_window.residual / 4, "C")?,
             bias_offset: u32_offset(bias_window.as_ref().map_or(0, |w| w.residual / 4), "bias")?,
-            order_offset: op.a_gather.map_or(0, |g| g.start),
+            order_offset: match op.pair {
+                Some(_) => u32_offset(order_window.as_ref().map_or(0, |w| w.residual / 4), "A2")?,
+                None => op.a_gather.map_or(0, |g| g.start),
+            },
             sample_offset: u32_offset(sample_window.as_ref().map_or(0, |w| w.residual / 4), "samples")?,
             lds: op.sample.map_or(0, |s| s.out.ld),
             flags,
@@ -262,7 +293,8 @@ impl GemmKernels {
             index_base: [index_base as u32, (index_base >> 32) as u32],
             splits,
             k_chunk,
-            pad: [0; 2],
+            k_split: op.pair.map_or(op.k, |p| p.k_split.min(op.k)),
+            alpha2: op.pair.map_or(0.0, |p| p.alpha),
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("gemm_params"),

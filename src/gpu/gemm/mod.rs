@@ -24,12 +24,16 @@
 //!
 //! Kernel design (see the header of gemm.wgsl): workgroup-memory tiles, 4 × 4 or 8 × 8
 //! outputs per invocation held in vec4 registers, register double buffering of the global
-//! loads, and split k (a second, summing dispatch) for small outputs with long k. Measured on an
-//! NVIDIA H100 through Vulkan (release build, `throughput_table` in tests/gpu_kernels_gemm.rs):
-//! 8192³ 25 TFLOP/s (cuBLAS: 33.5), 192 × 4096 × 11008 18, 100 × 784 × 500 3.2 (≈ 25 µs a
-//! product, latency-bound), 784 × 100 × 500 (the gradient) 4.5. With the padded k-major tiles
-//! and split k for long-k mid-sized outputs (`deepbelief bench`, 2026-11-22): 192 × 11008 × 4096
-//! NN 19.9, NT (C = A·Bᵀ, 192 × 4096 output, k = 11008) 19.2 (was 9.0), TN 23.6.
+//! loads, and split k (a second, summing dispatch) for small outputs with long k. Natively the
+//! kernel is compiled without wgpu's loop counters and index clamps
+//! ([`Checks::Trusted`](crate::gpu::shader::Checks::Trusted): it guards every access itself). Measured on an NVIDIA H100 through Vulkan (`deepbelief
+//! bench`, 2026-11-22): 8192³ 32.3 TFLOP/s (26.9 with wgpu's checks; PyTorch sgemm in the same
+//! run 50.9, the cuBLAS figure 33.5); in CD-1 batches of 192 on 4096 × 11008 the three
+//! 192 × 4096 × 11008 products run at about 31 and the paired 4096 × 384 × 11008 gradient at
+//! 27.5; 100 × 784 × 500 takes about 20 µs (latency-bound). Tried and dropped: split k in one
+//! dispatch (the last workgroup of a tile sums the splits after a storage barrier and an atomic
+//! count: 37 µs against 25 for 100 × 784 × 500) and k groups inside a workgroup (8 groups of
+//! 32 invocations on 16 × 32 tiles: 35 µs).
 //!
 //! Sharing rules (WebGPU's): an op's output buffers (C, samples) must differ from each other and
 //! from every input buffer of the same op; `prepare` returns an error otherwise.
@@ -92,13 +96,18 @@ impl Tiling {
     /// module docs and `deepbelief bench --gemm-sweep`): Large when it has ≥ 256 tiles (8192³:
     /// 25 TFLOP/s against Wide's 20 and Medium's 18), Wide when it has ≥ 96 (192 × 11008: 18
     /// against Medium's 16 and Large's 12, whose 128-row tiles waste a third of 192 rows;
-    /// 192 × 4096 with k = 11008 split 8 ways: 20.0 against Medium's 18.9), else Medium with
-    /// split k.
+    /// 192 × 4096 with k = 11008 split 8 ways: 20.0 against Medium's 18.9), Small with split k
+    /// for ≤ 128 rows and fewer than 96 Medium tiles (a batch of 100: 100 × 784 × 500 at 4.4
+    /// TFLOP/s against Medium's 4.0, 100 × 500 × 784 at 4.4 against 3.8; but 192-row batches
+    /// through a 576 × 1024 layer took 1.27 s per million examples with Small against 0.82),
+    /// else Medium.
     pub fn auto(m: u32, n: u32) -> Tiling {
         if Tiling::Large.tiles(m, n) >= 256 {
             Tiling::Large
         } else if Tiling::Wide.tiles(m, n) >= 96 {
             Tiling::Wide
+        } else if m <= 128 && Tiling::Medium.tiles(m, n) < 96 {
+            Tiling::Small
         } else {
             Tiling::Medium
         }
@@ -192,6 +201,16 @@ pub struct SampleTo<'a> {
     pub index_base: u64,
 }
 
+/// The second operand pair of a [`GemmOp::paired`] product: k rows `k_split ..` of op(A) and
+/// op(B) come from `a` and `b` (same layouts and strides as the first pair), scaled by `alpha`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pair<'a> {
+    pub a: MatRef<'a>,
+    pub b: MatRef<'a>,
+    pub k_split: u32,
+    pub alpha: f32,
+}
+
 /// One matrix product: `C = alpha · op(A) · op(B) [+ C if accumulate] [+ bias] → activation`,
 /// then optionally Bernoulli samples of C. `op(A)` is `m × k`, `op(B)` is `k × n`, C is `m × n`.
 #[derive(Clone, Copy, Debug)]
@@ -215,6 +234,9 @@ pub struct GemmOp<'a> {
     pub bias: Option<VecRef<'a>>,
     pub activation: Activation,
     pub sample: Option<SampleTo<'a>>,
+    /// `C = alpha·A·B + pair.alpha·A2·B2` with the k range cut at `pair.k_split` (no bias, u8
+    /// or gathered A with it).
+    pub pair: Option<Pair<'a>>,
     /// `None`: [`Tiling::auto`].
     pub tiling: Option<Tiling>,
     /// Split-k factor (k cut into this many ranges, summed by a second dispatch); `None`:
@@ -243,6 +265,7 @@ impl<'a> GemmOp<'a> {
             bias: None,
             activation: Activation::Linear,
             sample: None,
+            pair: None,
             tiling: None,
             split_k: None,
             slots: None,
@@ -312,6 +335,14 @@ impl<'a> GemmOp<'a> {
     /// Bernoulli samples of C into `out` (packed `m × n`), stream indices `r · n + j`.
     pub fn sample(mut self, out: &'a wgpu::Buffer, stream: RngStream) -> Self {
         self.sample = Some(SampleTo { out: MatRef::new(out, self.n), stream, index_base: 0 });
+        self
+    }
+
+    /// Cuts k at `k_split`: k rows from `k_split` on come from `a2` and `b2` (packed like A and
+    /// B, with the same strides) and are scaled by `alpha2` instead of alpha. The CD gradient
+    /// `v0ᵀh0/rows − vkᵀhk/chains` as one product of depth rows + chains.
+    pub fn paired(mut self, a2: &'a wgpu::Buffer, b2: &'a wgpu::Buffer, k_split: u32, alpha2: f32) -> Self {
+        self.pair = Some(Pair { a: MatRef::new(a2, self.a.ld), b: MatRef::new(b2, self.b.ld), k_split, alpha: alpha2 });
         self
     }
 

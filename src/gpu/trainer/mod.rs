@@ -13,15 +13,19 @@
 //! One batch (rows cases; CD-k with k fixed for the epoch):
 //!
 //! 1. gather: `v0 ← data[order[start..start + rows]]` as f32 (for the bias step, the squared
-//!    error and the gradient);
-//! 2. `h0 = σ(v0·W + c)` from the u8 data through the gather GEMM, fused with the hidden sample
-//!    `hs` (stream `HiddenSample`, chain step 0);
+//!    error and the gradient), run by the previous batch's last dispatch (only an epoch's first
+//!    batch gathers on its own);
+//! 2. `h0 = σ(v0·W + c)` through the GEMM, fused with the hidden sample `hs` (stream
+//!    `HiddenSample`, chain step 0);
 //! 3. for each chain step s: `vk = σ(hs·Wᵀ + b)` (+ sample with `VisibleSample`, chain step s,
-//!    when `mean_field_visible` is off); at s = 0 the squared-error partials of `v0 − vk`;
-//!    `hk = σ(vk·W + c)`, sampled into `hs` with `ChainHidden`, chain step s + 1, unless last;
-//! 4. `G = v0ᵀh0 / rows − vkᵀhk / rows` (two GEMMs into the gradient of this batch's parity);
-//! 5. visible and hidden bias steps (column means, sparsity estimate), the fused weight update
-//!    (gradient / previous-gradient ping-pong), and the schedule step.
+//!    when `mean_field_visible` is off); at s = 0 the squared-error partials of `v0 − vk` (in
+//!    the visible bias step when k = 1); `hk = σ(vk·W + c)`, sampled into `hs` with
+//!    `ChainHidden`, chain step s + 1, unless last;
+//! 4. `G = v0ᵀh0 / rows − vkᵀhk / chains`: one paired GEMM of depth rows + chains into the
+//!    gradient of this batch's parity;
+//! 5. visible and hidden bias steps (column means, sparsity estimate; the visible one also sums
+//!    the squared error), the fused weight update (gradient / previous-gradient ping-pong), and
+//!    the schedule step with the next batch's gather.
 //!
 //! Samples use `RngStream::new(seed, (step << 10) | chain_step, purpose)` as
 //! `CdTrainer::stream`, so GPU and CPU draw the same uniforms; samples differ only where a
@@ -29,10 +33,11 @@
 //!
 //! Measured (release build, `deepbelief bench --backend gpu --json`, NVIDIA H100 80GB HBM3 through
 //! Vulkan, 2026-11-22): 784 × 500 CD-1, batches of 100, 60,000 cases (the 10k MNIST file tiled
-//! 6×): 0.078 s per epoch (PyTorch 2.11 fp32, TF32 off, the same loop in
-//! `bench/torch_rbm.py`: 0.32 s, launch-bound). Raina et al. (2009) Table 2 shapes, batches of 192:
-//! 576×1024 0.95 s per million examples, 1024×4096 3.51, 2304×16000 21.7, 4096×11008 24.7
-//! (PyTorch: 16.3; before the NT GEMM fix, 30.7 with `hidden → visible` at 9 TFLOP/s).
+//! 6×): 0.056 s per epoch, 88 µs per batch in 8 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
+//! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.30 s, launch-bound). Raina et al.
+//! (2009) Table 2 shapes, batches of 192: 576×1024 0.82 s per million examples, 1024×4096 2.69,
+//! 2304×16000 15.3, 4096×11008 17.4 (was 23.6; PyTorch: 16.3). Most of the gain is
+//! [`shader::Checks`]: wgpu's loop counters and index clamps left out of the kernels' code.
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
 //! Also as on the CPU: persistent CD (the chains live in a device buffer that the last chain
@@ -53,7 +58,7 @@ use super::buffers::{self, StepSlot, StepTable};
 use super::gemm::GemmKernels;
 use super::reduce::{partial_count, Dispatch, ReduceKernels, Step, Target};
 use super::sample::SampleKernels;
-use super::schedule::{self, EpochFigures, ScheduleKernels, TrainState};
+use super::schedule::{self, EpochFigures, TrainState};
 use super::shader;
 use super::update::{update_partial_count, UpdateKernels};
 use super::{GpuContext, GpuError};
@@ -75,6 +80,8 @@ pub const BATCHES_PER_SUBMIT: usize = 64;
 /// `shaders/gather.wgsl`; `byte_to_unit` is appended from gemm.wgsl so both kernels convert
 /// pixels identically.
 const GATHER_SHADER: &str = include_str!("../../../shaders/gather.wgsl");
+
+const SCHEDULE_GATHER_SHADER: &str = include_str!("../../../shaders/schedule_gather.wgsl");
 
 /// `byte_to_unit` of gemm.wgsl (exactly the CPU's `b as f32 / 255.0`), reused verbatim.
 fn byte_to_unit_source() -> &'static str {
@@ -138,10 +145,12 @@ struct Kernels {
     gemm: GemmKernels,
     update: UpdateKernels,
     reduce: ReduceKernels,
-    schedule: ScheduleKernels,
     sample: SampleKernels,
     gather_layout: wgpu::BindGroupLayout,
     gather: wgpu::ComputePipeline,
+    /// schedule.wgsl's `schedule_and_gather`: a batch's schedule step and the next batch's gather.
+    schedule_gather_layout: wgpu::BindGroupLayout,
+    schedule_gather: wgpu::ComputePipeline,
 }
 
 /// CD-k or PCD training of one RBM on the device. See the module docs.
@@ -250,7 +259,7 @@ impl GpuCdTrainer {
             sparsity_derivative: f("sparsity_derivative", nh),
             state: schedule::create_state_buffer(device, &TrainState::from_config(&config)),
             partials: f("update_partials", 4 * n_partials),
-            error_partials: f("error_partials", partial_count(batch_size * nv) as usize),
+            error_partials: f("error_partials", (partial_count(batch_size * nv) as usize).max(super::update::bias_error_partial_count(nv) as usize)),
             log: schedule::create_batch_log(device, batches),
             max_partials: f("max_partials", partial_count(n) as usize),
             max_out: f("max_weight", 1),
@@ -352,7 +361,7 @@ impl GpuCdTrainer {
                 for batch in first..(first + BATCHES_PER_SUBMIT).min(self.batches) {
                     let plan = if batch + 1 == self.batches { tail.as_ref().unwrap_or(full) } else { full };
                     let parity = ((self.step + batch as u64) % 2) as usize;
-                    plan.record_batch(&mut pass, batch as u32, parity);
+                    plan.record_batch(&mut pass, batch as u32, parity, batch == 0);
                 }
                 if first + BATCHES_PER_SUBMIT >= self.batches {
                     self.max_steps.record_in(&mut pass);
@@ -399,37 +408,46 @@ impl Kernels {
     fn new(ctx: &GpuContext) -> Self {
         let device = &ctx.device;
         use wgpu::BufferBindingType::{Storage, Uniform};
-        let gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("gather"),
-            entries: &[
-                shader::buffer_entry(0, Uniform, false),
-                shader::buffer_entry(1, Uniform, true),
-                shader::buffer_entry(2, Storage { read_only: true }, false),
-                shader::buffer_entry(3, Storage { read_only: true }, false),
-                shader::buffer_entry(4, Storage { read_only: false }, false),
-            ],
-        });
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("gather"),
-            source: wgpu::ShaderSource::Wgsl(format!("{GATHER_SHADER}\n{}", byte_to_unit_source()).into()),
-        });
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("gather"), bind_group_layouts: &[Some(&gather_layout)], immediate_size: 0 });
-        let gather = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("gather"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let gather_entries = [
+            shader::buffer_entry(5, Uniform, false),
+            shader::buffer_entry(6, Uniform, true),
+            shader::buffer_entry(7, Storage { read_only: true }, false),
+            shader::buffer_entry(8, Storage { read_only: true }, false),
+            shader::buffer_entry(9, Storage { read_only: false }, false),
+        ];
+        let gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("gather"), entries: &gather_entries });
+        let mut schedule_entries = vec![
+            shader::buffer_entry(0, Uniform, false),
+            shader::buffer_entry(1, Storage { read_only: false }, false),
+            shader::buffer_entry(2, Storage { read_only: true }, false),
+            shader::buffer_entry(3, Storage { read_only: true }, false),
+            shader::buffer_entry(4, Storage { read_only: false }, false),
+        ];
+        schedule_entries.extend_from_slice(&gather_entries);
+        let schedule_gather_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("schedule_and_gather"), entries: &schedule_entries });
+        let compile = |label: &str, source: String, layout: &wgpu::BindGroupLayout, entry_point: &str| {
+            let module = shader::module(device, label, source, shader::Checks::Bounded);
+            let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(label), bind_group_layouts: &[Some(layout)], immediate_size: 0 });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(label),
+                layout: Some(&layout),
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        let gather = compile("gather", format!("{GATHER_SHADER}\n{}", byte_to_unit_source()), &gather_layout, "gather");
+        let schedule_gather = compile("schedule_and_gather", format!("{}\n{GATHER_SHADER}\n{SCHEDULE_GATHER_SHADER}\n{}", schedule::SHADER, byte_to_unit_source()), &schedule_gather_layout, "schedule_and_gather");
         Kernels {
             gemm: GemmKernels::new(ctx),
             update: UpdateKernels::new(device),
             reduce: ReduceKernels::new(device),
-            schedule: ScheduleKernels::new(device),
             sample: SampleKernels::new(ctx),
             gather_layout,
             gather,
+            schedule_gather_layout,
+            schedule_gather,
         }
     }
 }

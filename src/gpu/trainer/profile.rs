@@ -36,7 +36,7 @@ impl GpuCdTrainer {
         self.prepare_epoch()?;
         let device = &self.ctx.device;
         let plan = &self.plans.as_ref().expect("prepare_epoch builds the plans").1;
-        let calls = plan.calls(0).len();
+        let calls = plan.calls(0, false).len();
         let batches = batches.min(self.batches.saturating_sub(1)).min((MAX_QUERIES - 2) / (2 * calls)).max(1);
         let count = (2 * calls * batches + 2) as u32;
         let queries = device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("profile"), ty: wgpu::QueryType::Timestamp, count });
@@ -47,20 +47,27 @@ impl GpuCdTrainer {
             mapped_at_creation: false,
         });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profile") });
+        // Each batch gathers the next; the first gathers its own, untimed.
+        let gather_first = |encoder: &mut wgpu::CommandEncoder| {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("first gather"), timestamp_writes: None });
+            plan.gather().dispatch(&mut pass, 0);
+        };
+        gather_first(&mut encoder);
         for batch in 0..batches {
-            for (i, (label, call)) in plan.calls(batch % 2).into_iter().enumerate() {
+            for (i, (label, call)) in plan.calls(batch % 2, false).into_iter().enumerate() {
                 let q = (2 * (batch * calls + i)) as u32;
                 let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(q), end_of_pass_write_index: Some(q + 1) };
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes: Some(writes) });
                 call.dispatch(&mut pass, batch as u32);
             }
         }
+        gather_first(&mut encoder);
         {
             let last = count - 2;
             let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(last), end_of_pass_write_index: Some(last + 1) };
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("batches in one pass"), timestamp_writes: Some(writes) });
             for batch in 0..batches {
-                plan.record_batch(&mut pass, batch as u32, batch % 2);
+                plan.record_batch(&mut pass, batch as u32, batch % 2, false);
             }
         }
         encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
@@ -70,7 +77,7 @@ impl GpuCdTrainer {
         let us_per_tick = self.ctx.queue.get_timestamp_period() as f64 / 1000.0;
         let span = |q: usize| ticks[q + 1].saturating_sub(ticks[q]) as f64 * us_per_tick;
         let dispatches: Vec<DispatchTime> = plan
-            .calls(0)
+            .calls(0, false)
             .iter()
             .enumerate()
             .map(|(i, (label, _))| DispatchTime { label: label.to_string(), microseconds: (0..batches).map(|b| span(2 * (b * calls + i))).sum::<f64>() / batches as f64 })
