@@ -33,6 +33,7 @@
 //   A_TRANS, A_U8, A_GATHER, B_TRANS, PAIRED  operand layouts (bool)
 //   A_STRIDE, B_STRIDE  row strides in vec4 of a_tile and b_tile (BM/4 or BN/4, plus one of
 //                  padding where the slab is stored along k, against bank conflicts)
+//   UPDATE         the CD weight update as the epilogue (gemm_update.wgsl, appended with it)
 // Runtime options (flags): ACCUMULATE, BIAS, SIGMOID, SAMPLE, so one pipeline per layout
 // serves every epilogue.
 //
@@ -55,7 +56,7 @@
 const NT: u32 = WG_X * WG_Y;
 const LOADS_A: u32 = BM * BK / NT;
 const LOADS_B: u32 = BN * BK / NT;
-const_assert LOADS_A == 4u;
+const_assert LOADS_A == 4u || LOADS_A == 8u;
 const_assert LOADS_B == 4u || LOADS_B == 8u;
 
 const FLAG_ACCUMULATE: u32 = 1u;
@@ -455,8 +456,12 @@ fn main(
     var c11 = zero;
 
     // Register double buffering: the next step's global loads are issued before this step's
-    // arithmetic. Every tiling has 4 loads of A and 4 or 8 of B per invocation and step.
+    // arithmetic. Every tiling has 4 or 8 loads of A and of B per invocation and step.
     var next_a = fetch_a(m0, k_begin, k_end, tid, 0u);
+    var next_a1 = vec4<f32>(0.0);
+    if (LOADS_A == 8u) {
+        next_a1 = fetch_a(m0, k_begin, k_end, tid, 1u);
+    }
     var next_b0 = fetch_b(n0, k_begin, k_end, tid, 0u);
     var next_b1 = vec4<f32>(0.0);
     if (LOADS_B == 8u) {
@@ -464,6 +469,9 @@ fn main(
     }
     for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
         stash_a(tid, 0u, next_a);
+        if (LOADS_A == 8u) {
+            stash_a(tid, 1u, next_a1);
+        }
         stash_b(tid, 0u, next_b0);
         if (LOADS_B == 8u) {
             stash_b(tid, 1u, next_b1);
@@ -472,6 +480,9 @@ fn main(
         let k_next = k0 + BK;
         if (k_next < k_end) {
             next_a = fetch_a(m0, k_next, k_end, tid, 0u);
+            if (LOADS_A == 8u) {
+                next_a1 = fetch_a(m0, k_next, k_end, tid, 1u);
+            }
             next_b0 = fetch_b(n0, k_next, k_end, tid, 0u);
             if (LOADS_B == 8u) {
                 next_b1 = fetch_b(n0, k_next, k_end, tid, 1u);
@@ -499,6 +510,10 @@ fn main(
 
     let r0 = m0 + 4u * ty;
     let c0 = n0 + 4u * tx;
+    if (UPDATE) {
+        finish_update(c00, c01, c10, c11, r0, c0, tid, tile);
+        return;
+    }
     if (params.splits > 1u) {
         store_partial(c00, split, r0, c0);
         if (TN == 8u) {

@@ -70,10 +70,18 @@ fn parity(config: CdConfig, cases: usize, epochs: usize, tolerance: f64) -> f64 
 }
 
 fn parity_on(config: CdConfig, data: &Dataset, epochs: usize, tolerance: f64) -> f64 {
+    parity_with(config, data, epochs, tolerance, true)
+}
+
+/// `fused`: the weight update as the gradient product's epilogue (lavapipe offers the storage
+/// buffers it needs), else its own pass.
+fn parity_with(config: CdConfig, data: &Dataset, epochs: usize, tolerance: f64, fused: bool) -> f64 {
     let data = data.clone();
     let mut cpu = CdTrainer::new(config, &CpuBackend, &data).expect("CPU trainer");
     let mut gpu = GpuCdTrainer::from_cpu(context(), &cpu, &data).expect("GPU trainer");
-    eprintln!("adapter: {}", gpu.context().adapter_info.name);
+    gpu.set_fused_update(fused);
+    assert_eq!(gpu.fused_update(), fused, "fused weight update on {}", gpu.context().adapter_info.name);
+    eprintln!("adapter: {}; fused update: {fused}", gpu.context().adapter_info.name);
     let mut worst = 0.0f64;
     let mut failures = Vec::new();
     for epoch in 1..=epochs {
@@ -107,6 +115,17 @@ fn adaptive_schedule_with_sparsity_matches_cpu() {
     assert_eq!(config.schedule, Schedule::Adaptive);
     assert!(config.sparsity_penalty > 0.0);
     let worst = parity(config, 500, 2, 1e-4);
+    assert!(worst < 1e-3, "weights drifted apart: {worst:.3e} of max|w|");
+}
+
+/// The weight update in a pass of its own (devices with WebGPU's default 8 storage buffers).
+#[test]
+fn separate_weight_update_matches_cpu() {
+    let config = CdConfig { n_hidden: 32, batch_size: Some(50), epochs: 2, init_trials: 3, init_cases: 200, seed: 11, ..CdConfig::default() };
+    let worst = parity_with(config, &mnist(500), 2, 1e-4, false);
+    assert!(worst < 1e-3, "weights drifted apart: {worst:.3e} of max|w|");
+    let config = CdConfig { n_hidden: 24, batch_size: Some(50), epochs: 2, persistent: true, n_persistent_chains: 40, seed: 13, ..CdConfig::hinton() };
+    let worst = parity_with(config, &mnist(500), 2, 1e-3, false);
     assert!(worst < 1e-3, "weights drifted apart: {worst:.3e} of max|w|");
 }
 

@@ -35,6 +35,13 @@ async fn webgpu_weight_update() {
 }
 
 #[wasm_bindgen_test]
+async fn webgpu_fused_gradient_update() {
+    let gpu = gpu().await;
+    check(fused_gradient_update(&gpu, 784, 500, 100, 100, true, false).await);
+    check(fused_gradient_update(&gpu, 53, 29, 7, 13, false, false).await);
+}
+
+#[wasm_bindgen_test]
 async fn webgpu_bias_steps_and_sparsity() {
     let gpu = gpu().await;
     check(bias_steps(&gpu, 784, 500, 100, 100).await);

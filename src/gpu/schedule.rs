@@ -20,6 +20,8 @@ use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
 
 /// schedule_state.wgsl and schedule.wgsl (whose `schedule_and_gather` also needs gather.wgsl).
+/// schedule_state.wgsl: `struct TrainState`, prepended to every kernel that reads the state.
+pub(crate) const STATE_SHADER: &str = include_str!("../../shaders/schedule_state.wgsl");
 pub(crate) const SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/schedule.wgsl"));
 
 /// The training state on the device: 24 words of 4 bytes (96 bytes), exactly the WGSL

@@ -14,6 +14,7 @@
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::eval::free_energy::free_energy;
+use deepbelief::gpu::gemm::{fused_update_partials, FusedUpdate, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
 use deepbelief::gpu::reduce::{self, partial_count, record, Dispatch, ReduceKernels, Target};
 use deepbelief::gpu::schedule::{self, EpochFigures, ScheduleBuffers, ScheduleKernels, TrainState};
 use deepbelief::gpu::update::{update_partial_count, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
@@ -33,6 +34,7 @@ pub struct Gpu {
     update: UpdateKernels,
     reduce: ReduceKernels,
     schedule: ScheduleKernels,
+    gemm: GemmKernels,
 }
 
 impl Gpu {
@@ -40,7 +42,8 @@ impl Gpu {
         let ctx = GpuContext::new().await.map_err(|e| e.to_string())?;
         let device = &ctx.device;
         let (update, reduce, schedule) = (UpdateKernels::new(device), ReduceKernels::new(device), ScheduleKernels::new(device));
-        Ok(Gpu { ctx, update, reduce, schedule })
+        let gemm = GemmKernels::new(&ctx);
+        Ok(Gpu { ctx, update, reduce, schedule, gemm })
     }
 
     fn upload(&self, data: &[f32]) -> wgpu::Buffer {
@@ -185,6 +188,89 @@ pub async fn weight_update(gpu: &Gpu, nv: usize, nh: usize, with_previous: bool)
     Ok(format!(
         "weight update {nv}x{nh} previous={with_previous}: rel err W {ew:.1e} V {ev:.1e} G' {eg:.1e}, cosine {ecos:.1e} ({:?}), RMS {erms:.1e}, max inc {einc:.1e}; lr {} momentum {}",
         figures.cosine, after.learning_rate, after.momentum
+    ))
+}
+
+/// The CD gradient `v0ᵀh0/rows − vkᵀhk/chains` as one paired product with the weight update
+/// fused into its epilogue, plus the schedule step, against the gradient summed in f64 on the
+/// CPU, `update_weights` and `RateState::after_batch`. Where the device offers too few storage
+/// buffers for the fused variant, `Ok` says so unless `required` (trainers then use the
+/// separate update, which [`weight_update`] checks).
+pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, with_previous: bool, required: bool) -> Check {
+    if !gpu.gemm.supports_fused_update() {
+        let offered = gpu.ctx.device.limits().max_storage_buffers_per_shader_stage;
+        let message = format!("fused update {nv}x{nh}: the device offers {offered} storage buffers per stage, the fused update needs {FUSED_UPDATE_STORAGE_BUFFERS}");
+        return if required { Err(message) } else { Ok(format!("{message}; trainers use the separate update")) };
+    }
+    let n = nv * nh;
+    let mut noise = Noise(29 + n as u64 + rows as u64);
+    let v0 = noise.vec(rows * nv, 0.0, 1.0);
+    let h0 = noise.vec(rows * nh, 0.0, 1.0);
+    let vk = noise.vec(chains * nv, 0.0, 1.0);
+    let hk = noise.vec(chains * nh, 0.0, 1.0);
+    let w0 = noise.vec(n, -0.05, 0.05);
+    let vel0 = noise.vec(n, -0.01, 0.01);
+    let p: Vec<f32> = noise.vec(n, -0.05, 0.05);
+    let mean_input = noise.vec(nv, 0.0, 1.0);
+    let d = noise.vec(nh, -0.002, 0.002);
+    let cfg = config(Schedule::Adaptive, 0.05, 0.5);
+    let state0 = TrainState { has_previous: with_previous as u32, ..TrainState::from_config(&cfg) };
+
+    let device = &gpu.ctx.device;
+    let (v0_buf, h0_buf, vk_buf, hk_buf) = (gpu.upload(&v0), gpu.upload(&h0), gpu.upload(&vk), gpu.upload(&hk));
+    let (weights, velocity, gradient) = (gpu.upload(&w0), gpu.upload(&vel0), gpu.upload(&vec![f32::NAN; n]));
+    let previous = if with_previous { gpu.upload(&p) } else { gpu.upload(&vec![f32::NAN; n]) };
+    let (mean_buffer, d_buffer) = (gpu.upload(&mean_input), gpu.upload(&d));
+    let state = schedule::create_state_buffer(device, &state0);
+    let n_partials = fused_update_partials(nv as u32, nh as u32);
+    let partials = gpu.zeros(4 * n_partials as usize);
+    let log = schedule::create_batch_log(device, 4);
+    let op = GemmOp::new(nv as u32, (rows + chains) as u32, nh as u32, &v0_buf, &h0_buf, &gradient)
+        .transpose_a()
+        .alpha(1.0 / rows as f32)
+        .paired(&vk_buf, &hk_buf, rows as u32, -1.0 / chains as f32)
+        .fused_update(FusedUpdate { weights: &weights, velocity: &velocity, previous: &previous, mean_input: &mean_buffer, sparsity_derivative: &d_buffer, state: &state, partials: &partials });
+    let call = gpu.gemm.prepare(&gpu.ctx, &op).map_err(|e| e.to_string())?;
+    let end = gpu.schedule.step(device, &ScheduleBuffers { state: &state, update_partials: &partials, n_update_partials: n_partials, error_partials: None, n_weights: n, batch_log: &log, log_capacity: 4 });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        call.dispatch(&mut pass, 0);
+    }
+    record(&mut encoder, "test", &[&end]);
+    gpu.ctx.queue.submit([encoder.finish()]);
+    let (gw, gv, gg) = (gpu.read(&weights, n).await?, gpu.read(&velocity, n).await?, gpu.read(&gradient, n).await?);
+    let after = gpu.state(&state).await?;
+
+    let mut g = vec![0.0f32; n];
+    for i in 0..nv {
+        for j in 0..nh {
+            let positive: f64 = (0..rows).map(|r| v0[r * nv + i] as f64 * h0[r * nh + j] as f64).sum();
+            let negative: f64 = (0..chains).map(|c| vk[c * nv + i] as f64 * hk[c * nh + j] as f64).sum();
+            g[i * nh + j] = (positive / rows as f64 - negative / chains as f64) as f32;
+        }
+    }
+    let (mut w, mut v) = (w0, vel0);
+    let step = WeightStep { learning_rate: cfg.learning_rate, momentum: cfg.initial_momentum, weight_penalty: cfg.weight_penalty, mean_input: &mean_input, sparsity_derivative: &d };
+    let figures = update_weights(&mut w, &mut v, &mut g, with_previous.then_some(&p[..]), &step);
+    let mut rates = RateState::new(&cfg);
+    rates.after_batch(figures.cosine);
+
+    let eg = compare("penalised gradient", &gg, &g, 1e-5)?;
+    let ev = compare("velocity", &gv, &v, 1e-5)?;
+    let ew = compare("weights", &gw, &w, 1e-6)?;
+    let erms = compare_scalar("gradient RMS", after.last_gradient_rms as f64, figures.gradient_rms, 1e-5)?;
+    let einc = compare_scalar("max increment", after.last_max_increment as f64, figures.max_increment as f64, 1e-5)?;
+    let ecos = match (after.last_cosine(), figures.cosine) {
+        (Some(gc), Some(cc)) => compare_scalar("cosine", gc as f64, cc, 1e-4)?,
+        (None, None) => 0.0,
+        (gc, cc) => return Err(format!("cosine: gpu {gc:?} cpu {cc:?}")),
+    };
+    compare_scalar("learning rate", after.learning_rate as f64, rates.learning_rate as f64, 1e-5)?;
+    compare_scalar("momentum", after.momentum as f64, rates.momentum as f64, 1e-5)?;
+    Ok(format!(
+        "fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles) previous={with_previous}: rel err G' {eg:.1e} V {ev:.1e} W {ew:.1e}, cosine {ecos:.1e}, RMS {erms:.1e}, max inc {einc:.1e}",
+        call.tiling
     ))
 }
 

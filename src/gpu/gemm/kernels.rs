@@ -11,6 +11,12 @@ use bytemuck::{Pod, Zeroable};
 use wgpu::util::DeviceExt;
 
 const SOURCE: &str = include_str!("../../../shaders/gemm.wgsl");
+const UPDATE_SOURCE: &str = include_str!("../../../shaders/gemm_update.wgsl");
+/// What the variants without the fused update get in place of gemm_update.wgsl's entry.
+const NO_UPDATE: &str = "fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, tile: u32) {}\n";
+
+/// Storage buffers a fused-update variant binds (gemm.wgsl's 7 and gemm_update.wgsl's 4).
+pub const FUSED_UPDATE_STORAGE_BUFFERS: u32 = 11;
 
 const FLAG_ACCUMULATE: u32 = 1;
 const FLAG_BIAS: u32 = 2;
@@ -53,6 +59,9 @@ struct Params {
 pub struct GemmKernels {
     layout: wgpu::BindGroupLayout,
     pipelines: PipelineCache,
+    /// The fused-update variants' layout and pipelines, where the device offers
+    /// [`FUSED_UPDATE_STORAGE_BUFFERS`] storage buffers per stage.
+    update: Option<(wgpu::BindGroupLayout, PipelineCache)>,
     unused_read: wgpu::Buffer,
     unused_write: wgpu::Buffer,
     unused_partials: wgpu::Buffer,
@@ -93,24 +102,36 @@ fn u32_offset(value: u64, what: &str) -> Result<u32, GpuError> {
 impl GemmKernels {
     pub fn new(ctx: &GpuContext) -> Self {
         use wgpu::BufferBindingType::{Storage, Uniform};
-        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("gemm"),
-            entries: &[
-                shader::buffer_entry(0, Uniform, false),
-                shader::buffer_entry(1, Uniform, true),
-                shader::buffer_entry(2, Storage { read_only: true }, false),
-                shader::buffer_entry(3, Storage { read_only: true }, false),
-                shader::buffer_entry(4, Storage { read_only: false }, false),
-                shader::buffer_entry(5, Storage { read_only: true }, false),
-                shader::buffer_entry(6, Storage { read_only: false }, false),
-                shader::buffer_entry(7, Storage { read_only: true }, false),
-                shader::buffer_entry(8, Storage { read_only: false }, false),
-            ],
-        });
+        let entries = [
+            shader::buffer_entry(0, Uniform, false),
+            shader::buffer_entry(1, Uniform, true),
+            shader::buffer_entry(2, Storage { read_only: true }, false),
+            shader::buffer_entry(3, Storage { read_only: true }, false),
+            shader::buffer_entry(4, Storage { read_only: false }, false),
+            shader::buffer_entry(5, Storage { read_only: true }, false),
+            shader::buffer_entry(6, Storage { read_only: false }, false),
+            shader::buffer_entry(7, Storage { read_only: true }, false),
+            shader::buffer_entry(8, Storage { read_only: false }, false),
+        ];
+        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("gemm"), entries: &entries });
         let pipelines = PipelineCache::new(&ctx.device, "gemm", &layout).with_checks(shader::Checks::Trusted);
+        let update = (ctx.device.limits().max_storage_buffers_per_shader_stage >= FUSED_UPDATE_STORAGE_BUFFERS).then(|| {
+            let mut update_entries = entries.to_vec();
+            update_entries.extend([
+                shader::buffer_entry(9, Uniform, false),
+                shader::buffer_entry(10, Storage { read_only: false }, false),
+                shader::buffer_entry(11, Storage { read_only: true }, false),
+                shader::buffer_entry(12, Storage { read_only: true }, false),
+                shader::buffer_entry(13, Storage { read_only: true }, false),
+            ]);
+            let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("gemm_update"), entries: &update_entries });
+            let pipelines = PipelineCache::new(&ctx.device, "gemm_update", &layout).with_checks(shader::Checks::Trusted);
+            (layout, pipelines)
+        });
         GemmKernels {
             pipelines,
             layout,
+            update,
             unused_read: buffers::zeros(ctx, "gemm_unused_read", 16),
             unused_write: buffers::zeros(ctx, "gemm_unused_write", 16),
             unused_partials: buffers::zeros(ctx, "gemm_unused_partials", 16),
@@ -119,10 +140,17 @@ impl GemmKernels {
         }
     }
 
+    /// Whether this device runs [`GemmOp::fused_update`] products (they bind
+    /// [`FUSED_UPDATE_STORAGE_BUFFERS`] storage buffers, more than WebGPU's default 8).
+    pub fn supports_fused_update(&self) -> bool {
+        self.update.is_some()
+    }
+
     fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
         let (a_u8, a_gather) = (op.a_element == Element::U8, op.a_gather.is_some());
         let paired = op.pair.is_some();
-        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8);
+        let update = op.update.is_some();
+        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}-up{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8, update as u8);
         let d = tiling.dims();
         // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
         // slab is filled along k, so that the invocations storing one row's k values hit
@@ -130,9 +158,14 @@ impl GemmKernels {
         // stash).
         let a_stride = d.bm / 4 + u32::from(!op.a_transposed);
         let b_stride = d.bn / 4 + u32::from(op.b_transposed);
-        self.pipelines.get(&ctx.device, &key, entry_point, || {
+        let pipelines = match (&self.update, update) {
+            (Some((_, pipelines)), true) => pipelines,
+            _ => &self.pipelines,
+        };
+        pipelines.get(&ctx.device, &key, entry_point, || {
+            let source = if update { format!("{}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{SOURCE}\n{NO_UPDATE}") };
             shader::assemble(
-                SOURCE,
+                &source,
                 &[
                     ("BM", Const::U32(d.bm)),
                     ("BN", Const::U32(d.bn)),
@@ -146,6 +179,7 @@ impl GemmKernels {
                     ("A_GATHER", Const::Bool(a_gather)),
                     ("B_TRANS", Const::Bool(op.b_transposed)),
                     ("PAIRED", Const::Bool(paired)),
+                    ("UPDATE", Const::Bool(update)),
                     ("A_STRIDE", Const::U32(a_stride)),
                     ("B_STRIDE", Const::U32(b_stride)),
                 ],
@@ -158,6 +192,9 @@ impl GemmKernels {
     pub fn prepare(&self, ctx: &GpuContext, op: &GemmOp) -> Result<GemmCall, GpuError> {
         let (m, k, n) = (op.m as u64, op.k as u64, op.n as u64);
         let tiling = op.tiling.unwrap_or_else(|| Tiling::auto(op.m, op.n));
+        if let Some(update) = &op.update {
+            check_fused_update(op, update, tiling, self.update.is_some())?;
+        }
         let pipeline = self.pipeline(ctx, tiling, op, "main");
 
         // Aliasing: WebGPU forbids a buffer bound writable twice, or writable and read-only.
@@ -232,7 +269,9 @@ impl GemmKernels {
             Some(_) => (k1 as u32).next_multiple_of(bk) + k2 as u32,
             None => op.k,
         };
-        let mut splits = op.split_k.unwrap_or_else(|| auto_splits(tiling, op.m, op.n, op.k)).clamp(1, walked_k.max(1));
+        // The fused update needs each tile's whole sum in one workgroup.
+        let auto = if op.update.is_some() { 1 } else { auto_splits(tiling, op.m, op.n, op.k) };
+        let mut splits = op.split_k.unwrap_or(auto).clamp(1, walked_k.max(1));
         let max_binding = ctx.device.limits().max_storage_buffer_binding_size;
         if op.split_k.is_none() {
             while splits > 1 && splits as u64 * m * n * 4 > max_binding {
@@ -308,10 +347,7 @@ impl GemmKernels {
             }
         }
         let slots = op.slots.unwrap_or(&self.zero_slot);
-        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("gemm"),
-            layout: &self.layout,
-            entries: &[
+        let mut entries = vec![
                 wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 1, resource: slots.binding() },
                 wgpu::BindGroupEntry { binding: 2, resource: read(a_window, &self.unused_read) },
@@ -327,8 +363,24 @@ impl GemmKernels {
                 },
                 wgpu::BindGroupEntry { binding: 7, resource: read(order_window, &self.unused_read) },
                 wgpu::BindGroupEntry { binding: 8, resource: partials.as_ref().unwrap_or(&self.unused_partials).as_entire_binding() },
-            ],
-        });
+        ];
+        let layout = match (&op.update, &self.update) {
+            (Some(update), Some((layout, _))) => {
+                // Velocity and the per-tile partials take the sample and split-k bindings.
+                entries[6].resource = update.velocity.as_entire_binding();
+                entries[8].resource = update.partials.as_entire_binding();
+                entries.extend([
+                    wgpu::BindGroupEntry { binding: 9, resource: update.state.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 10, resource: update.weights.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 11, resource: update.previous.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 12, resource: update.mean_input.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 13, resource: update.sparsity_derivative.as_entire_binding() },
+                ]);
+                layout
+            }
+            _ => &self.layout,
+        };
+        let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("gemm"), layout, entries: &entries });
         let finish = partials.map(|partials| {
             let quads = op.m * op.n.div_ceil(4);
             (self.pipeline(ctx, tiling, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
@@ -348,4 +400,33 @@ impl GemmKernels {
         call.dispatch(&mut pass, 0);
         Ok(())
     }
+}
+
+/// What a fused-update product must be: the gradient of an `m × n` layer, packed, with no other
+/// epilogue, and buffers sized for it.
+fn check_fused_update(op: &GemmOp, update: &super::FusedUpdate, tiling: Tiling, supported: bool) -> Result<(), GpuError> {
+    if !supported {
+        return Err(GpuError(format!("gemm: this device offers fewer than {FUSED_UPDATE_STORAGE_BUFFERS} storage buffers per stage, which the fused update needs")));
+    }
+    if op.accumulate || op.bias.is_some() || op.activation != Activation::Linear || op.sample.is_some() || op.split_k.is_some_and(|s| s > 1) {
+        return Err(GpuError("gemm: a fused update takes no accumulate, bias, activation, sample or split k".into()));
+    }
+    if op.c.offset != 0 || op.c.ld != op.n {
+        return Err(GpuError("gemm: a fused update's gradient must be packed (ld = n) at offset 0".into()));
+    }
+    let weights = 4 * op.m as u64 * op.n as u64;
+    let sized = [("weights", update.weights.size(), weights), ("velocity", update.velocity.size(), weights), ("previous gradient", update.previous.size(), weights), ("gradient", op.c.buffer.size(), weights), ("mean input", update.mean_input.size(), 4 * op.m as u64), ("sparsity derivative", update.sparsity_derivative.size(), 4 * op.n as u64), ("partials", update.partials.size(), 16 * tiling.tiles(op.m, op.n) as u64)];
+    for (what, size, needed) in sized {
+        if size < needed {
+            return Err(GpuError(format!("gemm: the fused update's {what} buffer has {size} bytes, {needed} needed")));
+        }
+    }
+    let outputs = [op.c.buffer, update.weights, update.velocity, update.partials];
+    let inputs = [Some(op.a.buffer), Some(op.b.buffer), op.pair.map(|p| p.a.buffer), op.pair.map(|p| p.b.buffer), Some(update.previous), Some(update.mean_input), Some(update.sparsity_derivative), Some(update.state)];
+    for (i, out) in outputs.iter().enumerate() {
+        if outputs[..i].contains(out) || inputs.iter().flatten().any(|b| b == out) {
+            return Err(GpuError("gemm: the fused update's output buffers must differ from each other and from its inputs".into()));
+        }
+    }
+    Ok(())
 }

@@ -41,7 +41,7 @@
 mod kernels;
 mod throughput;
 
-pub use kernels::{GemmCall, GemmKernels};
+pub use kernels::{GemmCall, GemmKernels, FUSED_UPDATE_STORAGE_BUFFERS};
 pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
 
 use super::buffers::StepTable;
@@ -62,6 +62,8 @@ pub enum Tiling {
     Large,
     /// 64 × 128 tile, 4 × 8 per invocation, 256 invocations, k step 16 (12 KiB).
     Wide,
+    /// Large with k step 16 (16 KiB): half the barriers per product.
+    LargeDeep,
 }
 
 /// Sizes behind a [`Tiling`]: tile `bm × bn` of C, k step `bk`, `tm × tn` outputs per invocation.
@@ -75,7 +77,7 @@ pub struct TileDims {
 }
 
 impl Tiling {
-    pub const ALL: [Tiling; 4] = [Tiling::Small, Tiling::Medium, Tiling::Large, Tiling::Wide];
+    pub const ALL: [Tiling; 5] = [Tiling::Small, Tiling::Medium, Tiling::Large, Tiling::Wide, Tiling::LargeDeep];
 
     pub fn dims(self) -> TileDims {
         match self {
@@ -83,6 +85,7 @@ impl Tiling {
             Tiling::Medium => TileDims { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
             Tiling::Large => TileDims { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
             Tiling::Wide => TileDims { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
+            Tiling::LargeDeep => TileDims { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8 },
         }
     }
 
@@ -211,6 +214,31 @@ pub struct Pair<'a> {
     pub alpha: f32,
 }
 
+/// The CD weight update as the product's epilogue (`shaders/gemm_update.wgsl`): C is the
+/// batch's gradient G (packed `nv × nh`); each element then gets
+/// `g' = g − (wp·w + mean_input[i]·d[j]); v = m·v + lr·g'; w += v; G ← g'` with the rates of
+/// `state`, and each tile writes its `(Σ g'·p, Σ g'², Σ p², max |v|)` partial, as
+/// [`UpdateKernels::weight_update`](crate::gpu::update::UpdateKernels::weight_update) does in a
+/// pass of its own. Needs [`GemmKernels::supports_fused_update`].
+#[derive(Clone, Copy, Debug)]
+pub struct FusedUpdate<'a> {
+    pub weights: &'a wgpu::Buffer,
+    pub velocity: &'a wgpu::Buffer,
+    /// The last batch's g' (not read while `TrainState::has_previous` is 0).
+    pub previous: &'a wgpu::Buffer,
+    pub mean_input: &'a wgpu::Buffer,
+    pub sparsity_derivative: &'a wgpu::Buffer,
+    /// The `TrainState` buffer (UNIFORM usage).
+    pub state: &'a wgpu::Buffer,
+    /// ≥ 16 · [`fused_update_partials`] bytes.
+    pub partials: &'a wgpu::Buffer,
+}
+
+/// Partials a fused update of an `m × n` gradient writes: one per output tile.
+pub fn fused_update_partials(m: u32, n: u32) -> u32 {
+    Tiling::auto(m, n).tiles(m, n)
+}
+
 /// One matrix product: `C = alpha · op(A) · op(B) [+ C if accumulate] [+ bias] → activation`,
 /// then optionally Bernoulli samples of C. `op(A)` is `m × k`, `op(B)` is `k × n`, C is `m × n`.
 #[derive(Clone, Copy, Debug)]
@@ -244,6 +272,8 @@ pub struct GemmOp<'a> {
     pub split_k: Option<u32>,
     /// Per-batch slots for [`GemmCall::dispatch`]; `None`: a single zero slot.
     pub slots: Option<&'a StepTable>,
+    /// The weight update as the epilogue (no accumulate, bias, activation, sample or split k).
+    pub update: Option<FusedUpdate<'a>>,
 }
 
 impl<'a> GemmOp<'a> {
@@ -269,6 +299,7 @@ impl<'a> GemmOp<'a> {
             tiling: None,
             split_k: None,
             slots: None,
+            update: None,
         }
     }
 
@@ -358,6 +389,12 @@ impl<'a> GemmOp<'a> {
 
     pub fn slots(mut self, slots: &'a StepTable) -> Self {
         self.slots = Some(slots);
+        self
+    }
+
+    /// The CD weight update as the epilogue, with C as the gradient G (see [`FusedUpdate`]).
+    pub fn fused_update(mut self, update: FusedUpdate<'a>) -> Self {
+        self.update = Some(update);
         self
     }
 }

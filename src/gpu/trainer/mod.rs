@@ -55,7 +55,7 @@ mod state;
 pub use profile::{BatchProfile, DispatchTime};
 
 use super::buffers::{self, StepSlot, StepTable};
-use super::gemm::GemmKernels;
+use super::gemm::{fused_update_partials, GemmKernels};
 use super::reduce::{partial_count, Dispatch, ReduceKernels, Step, Target};
 use super::sample::SampleKernels;
 use super::schedule::{self, EpochFigures, TrainState};
@@ -184,6 +184,8 @@ pub struct GpuCdTrainer {
     pub stopped: Option<StopReason>,
     init_trial_errors: Vec<f64>,
     init_best_trial: usize,
+    /// The weight update runs as the gradient product's epilogue (see [`Self::set_fused_update`]).
+    fused_update: bool,
 }
 
 impl GpuCdTrainer {
@@ -226,7 +228,8 @@ impl GpuCdTrainer {
         };
         let f = |label: &str, len: usize| buffers::zeros_f32(&ctx, label, len);
         let n = nv * nh;
-        let n_partials = update_partial_count(nv, nh) as usize;
+        // Enough for either form of the weight update (its own pass, or fused per gradient tile).
+        let n_partials = update_partial_count(nv, nh).max(fused_update_partials(nv as u32, nh as u32)) as usize;
         let persistent = chains.map(|n_chains| {
             // As the CPU: chains start from data cases spread through the set.
             let cases: Vec<usize> = (0..n_chains).map(|k| k * n_cases / n_chains).collect();
@@ -268,7 +271,9 @@ impl GpuCdTrainer {
         let max_steps = kernels.reduce.max_abs(device, &b.weights, n, &b.max_partials, Target { buffer: &b.max_out, slot: 0, accumulate: false });
         let table = StepTable::new(&ctx, &vec![StepSlot::default(); batches]);
         let snapshot = state::Snapshot::new(&ctx, &b);
+        let fused_update = kernels.gemm.supports_fused_update() && std::env::var("DEEPBELIEF_FUSED_UPDATE").as_deref() != Ok("0");
         Ok(GpuCdTrainer {
+            fused_update,
             rates: RateState::new(&config),
             chain_length: ChainLength::new(&config),
             convergence: Convergence::new(&config),
@@ -319,8 +324,30 @@ impl GpuCdTrainer {
         self.batches
     }
 
+    /// Whether the weight update runs as the epilogue of the gradient product (the default where
+    /// the device offers the 11 storage buffers per stage it binds; `DEEPBELIEF_FUSED_UPDATE=0`
+    /// turns it off) or as a pass of its own. Both give the same weights up to rounding.
+    pub fn fused_update(&self) -> bool {
+        self.fused_update
+    }
+
+    /// Chooses the fused or separate weight update (false where the device cannot fuse it).
+    pub fn set_fused_update(&mut self, fused: bool) {
+        self.fused_update = fused && self.kernels.gemm.supports_fused_update();
+        self.plans = None;
+    }
+
     fn plan(&self, rows: usize, k: usize) -> Result<Plan, GpuError> {
-        let shape = PlanShape { rows, chains: self.chains.unwrap_or(rows), k, n_visible: self.n_visible, n_hidden: self.n_hidden, batches: self.batches, config: &self.config };
+        let shape = PlanShape {
+            rows,
+            chains: self.chains.unwrap_or(rows),
+            k,
+            n_visible: self.n_visible,
+            n_hidden: self.n_hidden,
+            batches: self.batches,
+            config: &self.config,
+            fused_update: self.fused_update,
+        };
         plan::build(&self.ctx, &self.kernels, &self.b, &self.table, &shape)
     }
 

@@ -13,7 +13,7 @@
 use super::{DeviceBuffers, Kernels};
 use crate::backend::Activation;
 use crate::gpu::buffers::StepTable;
-use crate::gpu::gemm::{GemmCall, GemmOp};
+use crate::gpu::gemm::{fused_update_partials, FusedUpdate, GemmCall, GemmOp};
 use crate::gpu::reduce::{partial_count, Dispatch, Step};
 use crate::gpu::sample::{SampleCall, SampleOp};
 use crate::gpu::shader::{self, SlotDispatch};
@@ -48,10 +48,12 @@ pub(super) struct Plan {
     /// Its own squared-error dispatch, unless the visible bias step computes it (`fused_error`).
     error: Step,
     fused_error: bool,
-    /// Per gradient parity: `v0ᵀh0/rows − vkᵀhk/chains` as one paired product.
+    /// Per gradient parity: `v0ᵀh0/rows − vkᵀhk/chains` as one paired product, with the
+    /// weight update as its epilogue where `update` is empty.
     gradient: Vec<GemmCall>,
     visible: Step,
     hidden: Step,
+    /// Per gradient parity: the weight update's own pass, unless fused into the gradient.
     update: Vec<Step>,
     /// The schedule step, with the next batch's gather in the same dispatch.
     end: GatherCall,
@@ -66,6 +68,9 @@ pub(super) struct PlanShape<'a> {
     pub n_hidden: usize,
     pub batches: usize,
     pub config: &'a CdConfig,
+    /// The weight update as the gradient product's epilogue (needs
+    /// `GemmKernels::supports_fused_update`).
+    pub fused_update: bool,
 }
 
 pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &StepTable, shape: &PlanShape) -> Result<Plan, GpuError> {
@@ -149,8 +154,19 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
     // H100 the deeper product runs faster too (784 × 200 × 500 TN at 5.9 TFLOP/s against 4.4
     // for k = 100).
     let mut gradient = Vec::new();
-    for g in &b.gradients {
-        let op = GemmOp::new(v, r + c, h, &b.v0, &b.h0, g).transpose_a().alpha(1.0 / rows as f32).paired(negative_visible, &b.hk, r, -1.0 / chains as f32).slots(table);
+    for (p, g) in b.gradients.iter().enumerate() {
+        let mut op = GemmOp::new(v, r + c, h, &b.v0, &b.h0, g).transpose_a().alpha(1.0 / rows as f32).paired(negative_visible, &b.hk, r, -1.0 / chains as f32).slots(table);
+        if shape.fused_update {
+            op = op.fused_update(FusedUpdate {
+                weights: &b.weights,
+                velocity: &b.velocity,
+                previous: &b.gradients[1 - p],
+                mean_input: &b.mean_input,
+                sparsity_derivative: &b.sparsity_derivative,
+                state: &b.state,
+                partials: &b.partials,
+            });
+        }
         gradient.push(kn.gemm.prepare(ctx, &op)?);
     }
     // With one chain step (or PCD's separate reconstruction) the error's source still holds
@@ -179,7 +195,8 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
             state: &b.state,
         },
     );
-    let update = (0..2)
+    let update_steps = if shape.fused_update { 0 } else { 2 };
+    let update = (0..update_steps)
         .map(|p| {
             kn.update.weight_update(
                 device,
@@ -206,7 +223,7 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
         rows,
         nv,
         gathered,
-        &[update_partial_count(nv, nh), n_error_partials, (nv * nh) as u32, shape.batches as u32],
+        &[if shape.fused_update { fused_update_partials(v, h) } else { update_partial_count(nv, nh) }, n_error_partials, (nv * nh) as u32, shape.batches as u32],
         &b.partials,
         &b.error_partials,
     );
@@ -330,10 +347,19 @@ impl Plan {
                 calls.push(("squared error", Call::Step(&self.error)));
             }
         }
-        calls.push(("gradient v0ᵀh0 − vkᵀhk", Call::Gemm(&self.gradient[parity])));
+        let fused = self.update.is_empty();
+        if !fused {
+            calls.push(("gradient v0ᵀh0 − vkᵀhk", Call::Gemm(&self.gradient[parity])));
+        }
+        // With the update fused into the gradient, the bias steps go first: they write the
+        // mean input and the sparsity derivative that the update reads.
         calls.push((if self.fused_error { "visible bias + squared error" } else { "visible bias" }, Call::Step(&self.visible)));
         calls.push(("hidden bias", Call::Step(&self.hidden)));
-        calls.push(("weight update", Call::Step(&self.update[parity])));
+        if fused {
+            calls.push(("gradient + weight update", Call::Gemm(&self.gradient[parity])));
+        } else {
+            calls.push(("weight update", Call::Step(&self.update[parity])));
+        }
         calls.push(("schedule + next gather", Call::Gather(&self.end)));
         calls
     }
