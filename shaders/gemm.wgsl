@@ -56,7 +56,7 @@
 const NT: u32 = WG_X * WG_Y;
 const LOADS_A: u32 = BM * BK / NT;
 const LOADS_B: u32 = BN * BK / NT;
-const_assert LOADS_A == 4u || LOADS_A == 8u;
+const_assert LOADS_A == 4u;
 const_assert LOADS_B == 4u || LOADS_B == 8u;
 
 const FLAG_ACCUMULATE: u32 = 1u;
@@ -456,12 +456,8 @@ fn main(
     var c11 = zero;
 
     // Register double buffering: the next step's global loads are issued before this step's
-    // arithmetic. Every tiling has 4 or 8 loads of A and of B per invocation and step.
+    // arithmetic. Every tiling has 4 loads of A and 4 or 8 of B per invocation and step.
     var next_a = fetch_a(m0, k_begin, k_end, tid, 0u);
-    var next_a1 = vec4<f32>(0.0);
-    if (LOADS_A == 8u) {
-        next_a1 = fetch_a(m0, k_begin, k_end, tid, 1u);
-    }
     var next_b0 = fetch_b(n0, k_begin, k_end, tid, 0u);
     var next_b1 = vec4<f32>(0.0);
     if (LOADS_B == 8u) {
@@ -469,9 +465,6 @@ fn main(
     }
     for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
         stash_a(tid, 0u, next_a);
-        if (LOADS_A == 8u) {
-            stash_a(tid, 1u, next_a1);
-        }
         stash_b(tid, 0u, next_b0);
         if (LOADS_B == 8u) {
             stash_b(tid, 1u, next_b1);
@@ -480,9 +473,6 @@ fn main(
         let k_next = k0 + BK;
         if (k_next < k_end) {
             next_a = fetch_a(m0, k_next, k_end, tid, 0u);
-            if (LOADS_A == 8u) {
-                next_a1 = fetch_a(m0, k_next, k_end, tid, 1u);
-            }
             next_b0 = fetch_b(n0, k_next, k_end, tid, 0u);
             if (LOADS_B == 8u) {
                 next_b1 = fetch_b(n0, k_next, k_end, tid, 1u);

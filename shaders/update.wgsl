@@ -1,6 +1,8 @@
 // update.wgsl: the fused weight update of one CD batch, with the rates read from the device
 // (`TrainState`, prepended from schedule_state.wgsl) so the adaptive schedule never needs the
 // host. CPU reference: src/train/weights_update.rs::update_weights. Buffers row-major f32.
+// Where the device offers 11 storage buffers per stage, trainers run the same update as the
+// gradient product's epilogue instead (gemm_update.wgsl); this pass serves the others.
 //
 //   g' = g − (wp·w + mean_input[i]·d[j]);  v = m·v + lr·g';  w += v;  G ← g'
 //

@@ -21,11 +21,13 @@
 //!    when `mean_field_visible` is off); at s = 0 the squared-error partials of `v0 − vk` (in
 //!    the visible bias step when k = 1); `hk = σ(vk·W + c)`, sampled into `hs` with
 //!    `ChainHidden`, chain step s + 1, unless last;
-//! 4. `G = v0ᵀh0 / rows − vkᵀhk / chains`: one paired GEMM of depth rows + chains into the
-//!    gradient of this batch's parity;
-//! 5. visible and hidden bias steps (column means, sparsity estimate; the visible one also sums
-//!    the squared error), the fused weight update (gradient / previous-gradient ping-pong), and
-//!    the schedule step with the next batch's gather.
+//! 4. visible and hidden bias steps (column means, sparsity estimate; the visible one also sums
+//!    the squared error);
+//! 5. `G = v0ᵀh0 / rows − vkᵀhk / chains`: one paired GEMM of depth rows + chains into the
+//!    gradient of this batch's parity, with the weight update as its epilogue (gradient /
+//!    previous-gradient ping-pong) where the device offers the 11 storage buffers that binds,
+//!    else the product then the update's own pass (`update.wgsl`) after the bias steps;
+//! 6. the schedule step with the next batch's gather.
 //!
 //! Samples use `RngStream::new(seed, (step << 10) | chain_step, purpose)` as
 //! `CdTrainer::stream`, so GPU and CPU draw the same uniforms; samples differ only where a
@@ -33,10 +35,10 @@
 //!
 //! Measured (release build, `deepbelief bench --backend gpu --json`, NVIDIA H100 80GB HBM3 through
 //! Vulkan, 2026-11-22): 784 × 500 CD-1, batches of 100, 60,000 cases (the 10k MNIST file tiled
-//! 6×): 0.056 s per epoch, 88 µs per batch in 8 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
+//! 6×): 0.055 s per epoch, 85 µs per batch in 7 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
 //! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.30 s, launch-bound). Raina et al.
-//! (2009) Table 2 shapes, batches of 192: 576×1024 0.82 s per million examples, 1024×4096 2.69,
-//! 2304×16000 15.3, 4096×11008 17.4 (was 23.6; PyTorch: 16.3). Most of the gain is
+//! (2009) Table 2 shapes, batches of 192: 576×1024 0.82–1.5 s per million examples (noisy),
+//! 1024×4096 2.6, 2304×16000 14.6, 4096×11008 16.6 (was 23.6; PyTorch: 16.3). Most of the gain is
 //! [`shader::Checks`]: wgpu's loop counters and index clamps left out of the kernels' code.
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
