@@ -272,20 +272,27 @@ fn initial_rbm(data: &Dataset, n_hidden: usize, seed: u64) -> Rbm {
 }
 
 /// `epochs` timed epochs (after one warm-up) of CD-1 on `data`; seconds of each.
-async fn time_epochs(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, learning_rate: f32, epochs: usize) -> Result<Vec<f64>, GpuError> {
-    let config = CdConfig { n_hidden, batch_size: Some(batch_size), epochs: epochs + 1, learning_rate, convergence_tolerance: 0.0, ..CdConfig::hinton() };
+/// Times `epochs` epochs after a warm-up one, and more (up to 8× as many) until they add up to
+/// `min_seconds`: a few tens of milliseconds of timed work swing with the GPU's clocks and the
+/// host's latency.
+async fn time_epochs(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, learning_rate: f32, epochs: usize, min_seconds: f64) -> Result<Vec<f64>, GpuError> {
+    let epochs = epochs.max(1);
+    let most = 8 * epochs;
+    let config = CdConfig { n_hidden, batch_size: Some(batch_size), epochs: most + 1, learning_rate, convergence_tolerance: 0.0, ..CdConfig::hinton() };
     let rbm = initial_rbm(data, n_hidden, config.seed);
     let mut trainer = GpuCdTrainer::new(share(ctx), config, &rbm, data)?;
-    let mut runs = Vec::new();
-    for epoch in 0..=epochs.max(1) {
+    trainer.train_epoch().await.map_err(|e| GpuError(e.to_string()))?;
+    let mut runs: Vec<f64> = Vec::new();
+    while runs.len() < epochs || (runs.iter().sum::<f64>() < min_seconds && runs.len() < most) {
         let started = now();
         trainer.train_epoch().await.map_err(|e| GpuError(e.to_string()))?;
-        if epoch > 0 {
-            runs.push(now() - started);
-        }
+        runs.push(now() - started);
     }
     Ok(runs)
 }
+
+/// Least timed work per Raina shape, in seconds.
+const RAINA_MIN_SECONDS: f64 = 0.5;
 
 /// `data` repeated to `cases` cases (the 10k MNIST file tiled 6× for 60,000).
 pub fn tile_cases(data: &Dataset, cases: usize) -> Dataset {
@@ -324,14 +331,16 @@ pub const RAINA_SHAPES: [(usize, usize); 4] = [(576, 1024), (1024, 4096), (2304,
 pub const RAINA_BATCH: usize = 192;
 
 /// Times CD-1 on an `n_visible × n_hidden` RBM, batches of `batch_size`, over at least
-/// `min_batches` batches of random binary data (at most ~96 MiB of it on the device).
+/// `min_batches` batches of random binary data (at most ~96 MiB of it on the device), and more
+/// epochs where those take under [`RAINA_MIN_SECONDS`] (576 × 1024 took 1.4–1.6 s per million
+/// examples over 300 batches, 45 ms, against 0.8 over longer runs).
 pub async fn bench_gpu_shape(ctx: &GpuContext, n_visible: usize, n_hidden: usize, batch_size: usize, min_batches: usize) -> Result<RainaRow, GpuError> {
     let batches_per_epoch = (96 << 20) / (n_visible * batch_size);
     let batches_per_epoch = batches_per_epoch.clamp(1, min_batches.max(1));
     let cases = batches_per_epoch * batch_size;
     let data = random_binary_cases(n_visible, cases, 42);
     let epochs = min_batches.div_ceil(batches_per_epoch).max(1);
-    let runs = time_epochs(ctx, &data, n_hidden, batch_size, 0.01, epochs).await?;
+    let runs = time_epochs(ctx, &data, n_hidden, batch_size, 0.01, epochs, RAINA_MIN_SECONDS).await?;
     let seconds: f64 = runs.iter().sum();
     let examples = (cases * runs.len()) as f64;
     Ok(RainaRow {
@@ -426,7 +435,7 @@ pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_
 /// [`bench_gpu`], plus per-dispatch profiles of each shape when `profile` is set.
 #[allow(clippy::too_many_arguments)]
 pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize, profile: bool) -> Result<GpuBenchReport, GpuError> {
-    let runs = time_epochs(ctx, data, n_hidden, batch_size, 0.1, repeats).await?;
+    let runs = time_epochs(ctx, data, n_hidden, batch_size, 0.1, repeats, 0.0).await?;
     let gpu_epoch_s = median(&runs);
     let mnist = GpuEpochBench {
         gpu_epoch_s,
