@@ -5,8 +5,8 @@
 //! host shuffles the case order with the same ChaCha stream as `CdTrainer` (`trial_rng(seed, 0)`,
 //! a Fisher–Yates shuffle of the previous order), uploads it, writes one [`StepTable`] slot per
 //! batch (RNG step `(step << 10)`, row shift `batch · batch_size`), records every batch into
-//! command buffers (one submission per [`BATCHES_PER_SUBMIT`] batches, which bounds a
-//! submission's run time for browser watchdogs), and reads back only the epoch scalars: the
+//! command buffers (at most [`BATCHES_PER_SUBMIT`] batches per submission, which bounds a
+//! submission's run time for browser watchdogs, and fewer at the start: [`FIRST_SUBMIT`]), and reads back only the epoch scalars: the
 //! training state, the batch log and max |W| ([`schedule::read_epoch`]). The epoch-end rules
 //! (`Convergence`, `RateState::after_epoch`, `ChainLength`) run on the host, as on the CPU.
 //!
@@ -78,6 +78,26 @@ use rand_chacha::ChaCha8Rng;
 
 /// Batches recorded per submission.
 pub const BATCHES_PER_SUBMIT: usize = 64;
+
+/// Batches in an epoch's first submission. The device idles until it arrives, so it is short,
+/// and the next ones double up to [`BATCHES_PER_SUBMIT`], so each is recorded while the device
+/// runs the one before. (H100, 784 × 500 batches of 100: recording takes about 28 µs a batch,
+/// the device 85; a first submission of 64 kept the device waiting 1–2 ms per epoch, and one of
+/// 4 followed by 64 starved it while the 64 were recorded.)
+const FIRST_SUBMIT: usize = 4;
+
+/// `(first, end)` batch ranges of an epoch's submissions.
+fn submissions(batches: usize) -> Vec<(usize, usize)> {
+    let mut ranges = Vec::new();
+    let (mut first, mut size) = (0, FIRST_SUBMIT);
+    while first < batches {
+        let end = (first + size).min(batches);
+        ranges.push((first, end));
+        first = end;
+        size = (2 * size).min(BATCHES_PER_SUBMIT);
+    }
+    ranges
+}
 
 /// `shaders/gather.wgsl`; `byte_to_unit` is appended from gemm.wgsl so both kernels convert
 /// pixels identically.
@@ -380,19 +400,19 @@ impl GpuCdTrainer {
         let started = now_seconds();
         let k = self.prepare_epoch().map_err(gpu)?;
         let (_, full, tail) = self.plans.as_ref().unwrap();
-        for first in (0..self.batches).step_by(BATCHES_PER_SUBMIT) {
+        for (first, end) in submissions(self.batches) {
             let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("cd_epoch") });
             if first == 0 {
                 self.snapshot.save(&mut encoder, &self.b);
             }
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("cd_batches"), timestamp_writes: None });
-                for batch in first..(first + BATCHES_PER_SUBMIT).min(self.batches) {
+                for batch in first..end {
                     let plan = if batch + 1 == self.batches { tail.as_ref().unwrap_or(full) } else { full };
                     let parity = ((self.step + batch as u64) % 2) as usize;
                     plan.record_batch(&mut pass, batch as u32, parity, batch == 0);
                 }
-                if first + BATCHES_PER_SUBMIT >= self.batches {
+                if end == self.batches {
                     self.max_steps.record_in(&mut pass);
                 }
             }
