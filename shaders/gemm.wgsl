@@ -34,6 +34,8 @@
 //   A_STRIDE, B_STRIDE  row strides in vec4 of a_tile and b_tile (BM/4 or BN/4, plus one of
 //                  padding where the slab is stored along k, against bank conflicts)
 //   UPDATE         the CD weight update as the epilogue (gemm_update.wgsl, appended with it)
+//   VEC            slab loads of whole vec4 (gemm_operands_vec4.wgsl prepended; else
+//                  gemm_operands_scalar.wgsl): aligned f32 operands only, see that file
 // Runtime options (flags): ACCUMULATE, BIAS, SIGMOID, SAMPLE, so one pipeline per layout
 // serves every epilogue.
 //
@@ -102,12 +104,11 @@ struct Slot {
 
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<uniform> slot: Slot;
-@group(0) @binding(2) var<storage, read> a_data: array<u32>; // f32 bits, or 4 packed bytes
-@group(0) @binding(3) var<storage, read> b_data: array<f32>;
+// Bindings 2 (a_data), 3 (b_data), 5 (bias) and 7 (order) are declared by the operand file
+// prepended to this one, and read only through its accessors (a_word, b_elem, bias_elem,
+// order_word, and a_vec, b_vec, a2_vec, b2_vec for whole vec4).
 @group(0) @binding(4) var<storage, read_write> c_data: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
 @group(0) @binding(6) var<storage, read_write> samples: array<f32>;
-@group(0) @binding(7) var<storage, read> order: array<u32>;
 @group(0) @binding(8) var<storage, read_write> partials: array<f32>; // splits × m × n, packed
 
 var<workgroup> a_tile: array<vec4<f32>, BK * A_STRIDE>;
@@ -133,13 +134,13 @@ fn byte_to_unit(byte: u32) -> f32 {
 fn a_at(stored_row: u32, col: u32) -> f32 {
     var row = stored_row;
     if (A_GATHER) {
-        row = order[params.order_offset + slot.row_shift + stored_row];
+        row = order_word(params.order_offset + slot.row_shift + stored_row);
     }
     let at = params.a_offset + row * params.lda + col;
     if (A_U8) {
-        return byte_to_unit((a_data[at >> 2u] >> ((at & 3u) * 8u)) & 0xFFu);
+        return byte_to_unit((a_word(at >> 2u) >> ((at & 3u) * 8u)) & 0xFFu);
     }
-    return bitcast<f32>(a_data[at]);
+    return bitcast<f32>(a_word(at));
 }
 
 // Loading one k step's slabs, op(A)[m0 .. m0 + BM, k0 .. k0 + BK] and
@@ -200,7 +201,7 @@ fn load_a2(m0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
     if (A_TRANS) {
         e = j * params.lda + i;
     }
-    return bitcast<f32>(order[params.order_offset + e]);
+    return bitcast<f32>(order_word(params.order_offset + e));
 }
 
 fn load_b(n0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
@@ -211,9 +212,9 @@ fn load_b(n0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
         return 0.0;
     }
     if (B_TRANS) {
-        return b_data[params.b_offset + j * params.ldb + i];
+        return b_elem(params.b_offset + j * params.ldb + i);
     }
-    return b_data[params.b_offset + i * params.ldb + j];
+    return b_elem(params.b_offset + i * params.ldb + j);
 }
 
 // PAIRED: element of the second pair's B2 (stored like B, in the `bias` binding).
@@ -225,13 +226,79 @@ fn load_b2(n0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
         return 0.0;
     }
     if (B_TRANS) {
-        return bias[params.bias_offset + j * params.ldb + i];
+        return bias_elem(params.bias_offset + j * params.ldb + i);
     }
-    return bias[params.bias_offset + i * params.ldb + j];
+    return bias_elem(params.bias_offset + i * params.ldb + j);
+}
+
+// VEC: register q of an invocation holds one vec4 of the stored matrix, slab vector
+// v = tid + q·NT, 4 elements along the stored row (k for A, n for B; m for A_TRANS, k for
+// B_TRANS). The alignment VEC requires puts each vector wholly inside or wholly outside.
+const A_RUN: u32 = select(BK, BM, A_TRANS); // slab elements along A's stored rows
+const B_RUN: u32 = select(BN, BK, B_TRANS);
+
+fn a_vec_slot(v: u32) -> vec2<u32> { // (mm, kk) of the vector's first element
+    let along = v % (A_RUN / 4u) * 4u;
+    let across = v / (A_RUN / 4u);
+    if (A_TRANS) {
+        return vec2<u32>(along, across);
+    }
+    return vec2<u32>(across, along);
+}
+
+fn b_vec_slot(v: u32) -> vec2<u32> { // (nn, kk) of the vector's first element
+    let along = v % (B_RUN / 4u) * 4u;
+    let across = v / (B_RUN / 4u);
+    if (B_TRANS) {
+        return vec2<u32>(across, along);
+    }
+    return vec2<u32>(along, across);
+}
+
+fn fetch_a_vec(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+    let at = a_vec_slot(tid + q * NT);
+    let r = pair_range(k0_all, k_end_all);
+    let i = m0 + at.x;
+    let j = r.x + at.y;
+    if (i >= params.m || j >= r.y) {
+        return vec4<f32>(0.0);
+    }
+    var e = i * params.lda + j;
+    if (A_TRANS) {
+        e = j * params.lda + i;
+    }
+    if (PAIRED && r.z != 0u) {
+        return params.alpha2 * a2_vec(params.order_offset + e);
+    }
+    if (PAIRED) {
+        return params.alpha * a_vec(params.a_offset + e);
+    }
+    return a_vec(params.a_offset + e);
+}
+
+fn fetch_b_vec(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+    let at = b_vec_slot(tid + q * NT);
+    let r = pair_range(k0_all, k_end_all);
+    let j = n0 + at.x;
+    let i = r.x + at.y;
+    if (j >= params.n || i >= r.y) {
+        return vec4<f32>(0.0);
+    }
+    var e = i * params.ldb + j;
+    if (B_TRANS) {
+        e = j * params.ldb + i;
+    }
+    if (PAIRED && r.z != 0u) {
+        return b2_vec(params.bias_offset + e);
+    }
+    return b_vec(params.b_offset + e);
 }
 
 // The pair is chosen once per k step (a uniform branch), so each path is the plain one.
 fn fetch_a(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+    if (VEC) {
+        return fetch_a_vec(m0, k0_all, k_end_all, tid, q);
+    }
     let l = tid + 4u * q * NT;
     let r = pair_range(k0_all, k_end_all);
     let k0 = r.x;
@@ -247,6 +314,9 @@ fn fetch_a(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> 
 }
 
 fn fetch_b(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+    if (VEC) {
+        return fetch_b_vec(n0, k0_all, k_end_all, tid, q);
+    }
     let l = tid + 4u * q * NT;
     let r = pair_range(k0_all, k_end_all);
     let k0 = r.x;
@@ -268,6 +338,17 @@ fn put_b(l: u32, value: f32) {
 }
 
 fn stash_a(tid: u32, q: u32, v: vec4<f32>) {
+    if (VEC) {
+        let at = a_vec_slot(tid + q * NT);
+        if (A_TRANS) {
+            a_tile[at.y * A_STRIDE + at.x / 4u] = v; // 4 rows at one k: one vec4 slot
+        } else {
+            for (var c = 0u; c < 4u; c = c + 1u) {
+                a_tile[(at.y + c) * A_STRIDE + at.x / 4u][at.x % 4u] = v[c];
+            }
+        }
+        return;
+    }
     let l = tid + 4u * q * NT;
     put_a(l, v.x);
     put_a(l + NT, v.y);
@@ -276,6 +357,17 @@ fn stash_a(tid: u32, q: u32, v: vec4<f32>) {
 }
 
 fn stash_b(tid: u32, q: u32, v: vec4<f32>) {
+    if (VEC) {
+        let at = b_vec_slot(tid + q * NT);
+        if (B_TRANS) {
+            for (var c = 0u; c < 4u; c = c + 1u) {
+                b_tile[(at.y + c) * B_STRIDE + at.x / 4u][at.x % 4u] = v[c];
+            }
+        } else {
+            b_tile[at.y * B_STRIDE + at.x / 4u] = v; // 4 columns at one k: one vec4 slot
+        }
+        return;
+    }
     let l = tid + 4u * q * NT;
     put_b(l, v.x);
     put_b(l + NT, v.y);
@@ -312,7 +404,7 @@ fn c_get(at: u32, lane: u32, lanes: u32) -> f32 {
 
 fn bias_get(at: u32, lane: u32, lanes: u32) -> f32 {
     if (lane < lanes) {
-        return bias[at + lane];
+        return bias_elem(at + lane);
     }
     return 0.0;
 }
