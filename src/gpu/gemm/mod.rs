@@ -123,11 +123,12 @@ impl Tiling {
 /// Split-k factor for an `m × n × k` product: with 96–511 tiles and k ≥ 2048, enough splits
 /// (chunks of ≥ 1024) for about 1024 workgroups (H100: 192 × 11008 × 4096 NT from 12.7 to
 /// 19.2 TFLOP/s, 20.0 with Wide tiles and 8 splits); 1 for other outputs of ≥ 96 tiles; else
-/// one split per 4 k steps when that gives at least 4, at most 512 workgroups in all and 16
-/// splits. From `deepbelief bench --gemm-sweep` on an H100: 100 × 784 × 500 is best with 12
-/// splits (3.3 TFLOP/s; unsplit 0.9), 100 × 500 × 784 with 6–8 (3.3), while the gradient
+/// one split per 4 k steps when that gives at least 4, at most 256 workgroups in all and 16
+/// splits. From `deepbelief bench --gemm-sweep` on an H100: 100 × 784 × 500 is best with
+/// 4–12 splits (unsplit 0.9 TFLOP/s), 100 × 500 × 784 with 4–8, while the gradient
 /// 784 × 200 × 500 is best unsplit (5.9 against 4.7 with 2 splits): the summing pass costs
-/// more than short k gains.
+/// more than short k gains. With vec4 loads, 256 workgroups beat 512 and 128 in whole CD-1
+/// batches of 784 × 500 (A/B twice: 82.4–83.2 µs a batch against 83.9–84.4 and 85.2–85.3).
 pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
     let tiles = tiling.tiles(m, n).max(1);
     if tiles >= 96 {
@@ -144,7 +145,7 @@ pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
     if by_k < 4 {
         return 1;
     }
-    512u32.div_ceil(tiles).min(by_k).clamp(1, 16)
+    256u32.div_ceil(tiles).min(by_k).clamp(1, 16)
 }
 
 /// Element type of the A operand.
