@@ -22,14 +22,19 @@
 // column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
 // throughout; the CPU sums all rows in order in f32, so the two agree to a few ulp·rows.
 //
-// bindings: 0 dims (uniform BiasDims: rows of the data batch, chains = rows of the negative
-// batch, width), grid ceil(width / 8), 1 state (uniform TrainState), 2 positive (read, rows × width: v0 or h0),
-// 3 negative (read, chains × width: vk or hk), 4 bias (rw, width), 5 bias_velocity (rw, width),
-// 6 column_state (rw, width: visible: mean(v0) is written there, the weight update's
-// mean_input; hidden: the smoothed estimate q, read and written),
-// 7 sparsity_out (rw, nh; hidden only: d for the weight update),
-// 8 error_source (read, rows × width; visible_bias_error_step only: the reconstruction),
-// 9 error_partials (rw, one per workgroup; visible_bias_error_step only).
+// The buffers are read and written through accessors with a `side` argument (0 visible,
+// 1 hidden), defined by the file prepended to this one:
+// - update_bias_one.wgsl, for the three steps above (one side per dispatch, `side` ignored):
+//   0 dims (uniform BiasDims: rows of the data batch, chains = rows of the negative batch,
+//   width), grid ceil(width / 8), 1 state (uniform TrainState), 2 positive (read,
+//   rows × width: v0 or h0), 3 negative (read, chains × width: vk or hk), 4 bias (rw, width),
+//   5 bias_velocity (rw, width), 6 column_state (rw, width: visible: mean(v0) is written
+//   there, the weight update's mean_input; hidden: the smoothed estimate q, read and written),
+//   7 sparsity_out (rw, nh; hidden only: d for the weight update), 8 error_source (read,
+//   rows × width; visible_bias_error_step only: the reconstruction), 9 error_partials (rw,
+//   one per workgroup; visible_bias_error_step only);
+// - update_bias_both.wgsl, for bias_steps: visible_bias_error_step and hidden_bias_step in one
+//   dispatch (13 storage buffers; see that file).
 //
 // Run both before update.wgsl's update_weights (which reads mean_input and d) and before the
 // schedule kernel (which changes the rates).
@@ -38,7 +43,7 @@ struct BiasDims {
     rows: u32,
     chains: u32,
     width: u32,
-    _pad: u32,
+    hidden_width: u32, // bias_steps only: width is the visible one
 }
 
 const COLS: u32 = 8u;
@@ -48,15 +53,6 @@ const SATURATION_HIGH: f32 = 0.99f;
 
 @group(0) @binding(0) var<uniform> dims: BiasDims;
 @group(0) @binding(1) var<uniform> state: TrainState;
-@group(0) @binding(2) var<storage, read> positive: array<f32>;
-@group(0) @binding(3) var<storage, read> negative: array<f32>;
-@group(0) @binding(4) var<storage, read_write> bias: array<f32>;
-@group(0) @binding(5) var<storage, read_write> bias_velocity: array<f32>;
-@group(0) @binding(6) var<storage, read_write> column_state: array<f32>;
-@group(0) @binding(7) var<storage, read_write> sparsity_out: array<f32>;
-
-@group(0) @binding(8) var<storage, read> error_source: array<f32>;
-@group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
 
 var<workgroup> lane_positive: array<f32, 256>;
 var<workgroup> lane_error: array<f32, 256>;
@@ -68,30 +64,30 @@ fn lane_rows(rows: u32, lane: u32) -> vec2<u32> {
     return vec2<u32>(start, min(start + chunk, rows));
 }
 
-fn lane_sum_positive(col: u32, lane: u32) -> f32 {
-    let width = dims.width;
+fn lane_sum_positive(side: u32, col: u32, lane: u32) -> f32 {
+    let width = width_of(side);
     let range = lane_rows(dims.rows, lane);
     var a = vec4<f32>(0.0, 0.0, 0.0, 0.0);
     var r = range.x;
     for (; r + 4u <= range.y; r = r + 4u) {
-        a = a + vec4<f32>(positive[r * width + col], positive[(r + 1u) * width + col], positive[(r + 2u) * width + col], positive[(r + 3u) * width + col]);
+        a = a + vec4<f32>(positive_at(side, r * width + col), positive_at(side, (r + 1u) * width + col), positive_at(side, (r + 2u) * width + col), positive_at(side, (r + 3u) * width + col));
     }
     for (; r < range.y; r = r + 1u) {
-        a.x = a.x + positive[r * width + col];
+        a.x = a.x + positive_at(side, r * width + col);
     }
     return (a.x + a.y) + (a.z + a.w);
 }
 
-fn lane_sum_negative(col: u32, lane: u32) -> f32 {
-    let width = dims.width;
+fn lane_sum_negative(side: u32, col: u32, lane: u32) -> f32 {
+    let width = width_of(side);
     let range = lane_rows(dims.chains, lane);
     var a = vec4<f32>(0.0, 0.0, 0.0, 0.0);
     var r = range.x;
     for (; r + 4u <= range.y; r = r + 4u) {
-        a = a + vec4<f32>(negative[r * width + col], negative[(r + 1u) * width + col], negative[(r + 2u) * width + col], negative[(r + 3u) * width + col]);
+        a = a + vec4<f32>(negative_at(side, r * width + col), negative_at(side, (r + 1u) * width + col), negative_at(side, (r + 2u) * width + col), negative_at(side, (r + 3u) * width + col));
     }
     for (; r < range.y; r = r + 1u) {
-        a.x = a.x + negative[r * width + col];
+        a.x = a.x + negative_at(side, r * width + col);
     }
     return (a.x + a.y) + (a.z + a.w);
 }
@@ -99,12 +95,12 @@ fn lane_sum_negative(col: u32, lane: u32) -> f32 {
 // Column means of positive and negative for this workgroup's columns; the results are in
 // lane_positive[lx] and lane_negative[lx] (lane 0's slots) after the call. Every invocation
 // of the workgroup must call it (it holds barriers).
-fn column_means(col: u32, lx: u32, lane: u32) {
+fn column_means(side: u32, col: u32, lx: u32, lane: u32) {
     var sp = 0.0f;
     var sn = 0.0f;
-    if (col < dims.width) {
-        sp = lane_sum_positive(col, lane);
-        sn = lane_sum_negative(col, lane);
+    if (col < width_of(side)) {
+        sp = lane_sum_positive(side, col, lane);
+        sn = lane_sum_negative(side, col, lane);
     }
     lane_positive[lane * COLS + lx] = sp;
     lane_negative[lane * COLS + lx] = sn;
@@ -133,38 +129,42 @@ fn sparsity_derivative(q: f32, penalty: f32, goal: f32) -> f32 {
     return d;
 }
 
+// The momentum step of bias `col` on `side` with gradient g.
+fn bias_step(side: u32, col: u32, g: f32) {
+    let v = state.momentum * velocity_at(side, col) + state.learning_rate * g;
+    set_velocity(side, col, v);
+    set_bias(side, col, bias_at(side, col) + v);
+}
+
 fn visible_bias_update(col: u32, lid: vec3<u32>) {
-    if (lid.y == 0u && col < dims.width) {
+    if (lid.y == 0u && col < width_of(0u)) {
         let m0 = lane_positive[lid.x];
-        column_state[col] = m0;
-        let g = m0 - lane_negative[lid.x];
-        let v = state.momentum * bias_velocity[col] + state.learning_rate * g;
-        bias_velocity[col] = v;
-        bias[col] = bias[col] + v;
+        set_column_state(0u, col, m0);
+        bias_step(0u, col, m0 - lane_negative[lid.x]);
     }
 }
 
 @compute @workgroup_size(8, 32)
 fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let col = wid.x * COLS + lid.x;
-    column_means(col, lid.x, lid.y);
+    column_means(0u, col, lid.x, lid.y);
     visible_bias_update(col, lid);
 }
 
-@compute @workgroup_size(8, 32)
-fn visible_bias_error_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let col = wid.x * COLS + lid.x;
+fn visible_bias_error(group: u32, lid: vec3<u32>) {
+    let col = group * COLS + lid.x;
     let t = lid.y * COLS + lid.x;
+    let width = width_of(0u);
     var e = 0.0f;
-    if (col < dims.width) {
+    if (col < width) {
         let range = lane_rows(dims.rows, lid.y);
         for (var r = range.x; r < range.y; r = r + 1u) {
-            let d = positive[r * dims.width + col] - error_source[r * dims.width + col];
+            let d = positive_at(0u, r * width + col) - error_source_at(r * width + col);
             e = e + d * d;
         }
     }
     lane_error[t] = e;
-    column_means(col, lid.x, lid.y);
+    column_means(0u, col, lid.x, lid.y);
     visible_bias_update(col, lid);
     workgroupBarrier();
     for (var s = 128u; s > 0u; s = s >> 1u) {
@@ -174,23 +174,29 @@ fn visible_bias_error_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local
         workgroupBarrier();
     }
     if (t == 0u) {
-        error_partials[wid.x] = lane_error[0];
+        set_error_partial(group, lane_error[0]);
+    }
+}
+
+@compute @workgroup_size(8, 32)
+fn visible_bias_error_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    visible_bias_error(wid.x, lid);
+}
+
+fn hidden_bias(group: u32, lid: vec3<u32>) {
+    let col = group * COLS + lid.x;
+    column_means(1u, col, lid.x, lid.y);
+    if (lid.y == 0u && col < width_of(1u)) {
+        let m0 = lane_positive[lid.x];
+        let q = 0.95f * column_state_at(1u, col) + 0.05f * m0;
+        set_column_state(1u, col, q);
+        let d = sparsity_derivative(q, state.sparsity_penalty, state.sparsity_target);
+        set_sparsity(col, d);
+        bias_step(1u, col, m0 - lane_negative[lid.x] - d);
     }
 }
 
 @compute @workgroup_size(8, 32)
 fn hidden_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let col = wid.x * COLS + lid.x;
-    column_means(col, lid.x, lid.y);
-    if (lid.y == 0u && col < dims.width) {
-        let m0 = lane_positive[lid.x];
-        let q = 0.95f * column_state[col] + 0.05f * m0;
-        column_state[col] = q;
-        let d = sparsity_derivative(q, state.sparsity_penalty, state.sparsity_target);
-        sparsity_out[col] = d;
-        let g = m0 - lane_negative[lid.x] - d;
-        let v = state.momentum * bias_velocity[col] + state.learning_rate * g;
-        bias_velocity[col] = v;
-        bias[col] = bias[col] + v;
-    }
+    hidden_bias(wid.x, lid);
 }

@@ -54,6 +54,13 @@ fn weight_update_long_spans() {
 }
 
 #[test]
+fn bias_steps_in_one_dispatch_equal_two() {
+    let gpu = gpu();
+    check(pollster::block_on(bias_steps_in_one_dispatch(&gpu, 784, 500, 100, 100, true)));
+    check(pollster::block_on(bias_steps_in_one_dispatch(&gpu, 53, 29, 7, 13, true)));
+}
+
+#[test]
 fn bias_steps_and_sparsity() {
     let gpu = gpu();
     check(pollster::block_on(bias_steps(&gpu, 784, 500, 100, 100)));

@@ -42,6 +42,13 @@ async fn webgpu_fused_gradient_update() {
 }
 
 #[wasm_bindgen_test]
+async fn webgpu_bias_steps_in_one_dispatch() {
+    let gpu = gpu().await;
+    check(bias_steps_in_one_dispatch(&gpu, 784, 500, 100, 100, false).await);
+    check(bias_steps_in_one_dispatch(&gpu, 53, 29, 7, 13, false).await);
+}
+
+#[wasm_bindgen_test]
 async fn webgpu_bias_steps_and_sparsity() {
     let gpu = gpu().await;
     check(bias_steps(&gpu, 784, 500, 100, 100).await);

@@ -72,7 +72,7 @@ impl GpuContext {
 
     /// Asks for a high-performance adapter with WebGPU's default limits, raised to what the
     /// adapter offers for buffer sizes (large layers need more than 128 MiB in one binding) and
-    /// storage buffers per stage (the fused weight update binds 11; see `buffer_limits`).
+    /// storage buffers per stage (up to 13, for the fused kernels; see `buffer_limits`).
     /// Natively the backend can be pinned with `WGPU_BACKEND` (CI pins Vulkan on Mesa lavapipe).
     pub async fn new() -> Result<Self, GpuError> {
         Self::with(|adapter| wgpu::DeviceDescriptor { label: Some("deepbelief"), required_limits: buffer_limits(&adapter.limits()), ..Default::default() }).await
@@ -108,10 +108,12 @@ impl GpuContext {
 }
 
 /// WebGPU's default limits with the adapter's buffer-size limits, where those are larger, and
-/// the storage buffers per stage that the fused weight update binds, where the adapter has them.
+/// the storage buffers per stage that the fused weight update (11) and the one-dispatch bias
+/// steps (13) bind, as far as the adapter has them.
 fn buffer_limits(adapter: &wgpu::Limits) -> wgpu::Limits {
     let defaults = wgpu::Limits::default();
-    let storage_buffers = adapter.max_storage_buffers_per_shader_stage.min(gemm::FUSED_UPDATE_STORAGE_BUFFERS);
+    let wanted = gemm::FUSED_UPDATE_STORAGE_BUFFERS.max(update::BIAS_STEPS_STORAGE_BUFFERS);
+    let storage_buffers = adapter.max_storage_buffers_per_shader_stage.min(wanted);
     wgpu::Limits {
         max_storage_buffer_binding_size: defaults.max_storage_buffer_binding_size.max(adapter.max_storage_buffer_binding_size),
         max_buffer_size: defaults.max_buffer_size.max(adapter.max_buffer_size),

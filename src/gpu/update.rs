@@ -13,7 +13,11 @@
 use super::reduce::{pipeline, split, uniform, Step, COLUMNS_PER_GROUP, MAX_GROUPS_PER_DIM};
 
 const UPDATE_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update.wgsl"));
-const BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
+const BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias_one.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
+const BOTH_BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias_both.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
+
+/// Storage buffers [`UpdateKernels::bias_steps`] binds.
+pub const BIAS_STEPS_STORAGE_BUFFERS: u32 = 13;
 
 /// Weights per workgroup of `update_weights` (256 threads × 4) while that makes at most
 /// 4096 workgroups; larger layers get longer spans.
@@ -86,6 +90,8 @@ pub struct UpdateKernels {
     visible_bias: wgpu::ComputePipeline,
     visible_bias_error: wgpu::ComputePipeline,
     hidden_bias: wgpu::ComputePipeline,
+    /// Both bias steps in one dispatch, where the device offers [`BIAS_STEPS_STORAGE_BUFFERS`].
+    both: Option<wgpu::ComputePipeline>,
 }
 
 impl UpdateKernels {
@@ -97,6 +103,10 @@ impl UpdateKernels {
             visible_bias: pipeline(device, &bias, "visible_bias_step"),
             visible_bias_error: pipeline(device, &bias, "visible_bias_error_step"),
             hidden_bias: pipeline(device, &bias, "hidden_bias_step"),
+            both: (device.limits().max_storage_buffers_per_shader_stage >= BIAS_STEPS_STORAGE_BUFFERS).then(|| {
+                let both = super::shader::module(device, "update_bias_both", BOTH_BIAS_SHADER.into(), super::shader::Checks::Bounded);
+                pipeline(device, &both, "bias_steps")
+            }),
         }
     }
 
@@ -159,6 +169,42 @@ impl UpdateKernels {
             &[(1, b.state), (2, b.positive), (3, b.negative), (4, b.bias), (5, b.velocity), (6, b.smoothed), (7, b.sparsity_derivative)],
             (groups, 1),
         )
+    }
+}
+
+impl UpdateKernels {
+    /// Whether this device runs [`Self::bias_steps`].
+    pub fn supports_bias_steps(&self) -> bool {
+        self.both.is_some()
+    }
+
+    /// [`Self::visible_bias_error_step`] and [`Self::hidden_bias_step`] as one dispatch (the
+    /// same arithmetic in the same order, so the same results bit for bit), or `None` where the
+    /// device offers fewer than [`BIAS_STEPS_STORAGE_BUFFERS`] storage buffers per stage.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bias_steps(&self, device: &wgpu::Device, rows: usize, chains: usize, n_visible: usize, n_hidden: usize, visible: &VisibleBiasBuffers, hidden: &HiddenBiasBuffers, error_source: &wgpu::Buffer, error_partials: &wgpu::Buffer) -> Option<Step> {
+        let pipeline = self.both.as_ref()?;
+        assert!(rows > 0 && chains > 0 && n_visible > 0 && n_hidden > 0);
+        let groups = bias_error_partial_count(n_visible) + n_hidden.div_ceil(COLUMNS_PER_GROUP) as u32;
+        assert!(groups <= MAX_GROUPS_PER_DIM, "{n_visible} + {n_hidden} units in one bias dispatch");
+        let dims = uniform(device, "bias_dims", &[rows as u32, chains as u32, n_visible as u32, n_hidden as u32]);
+        let resources = [
+            (1, visible.state),
+            (2, visible.positive),
+            (3, visible.negative),
+            (4, visible.bias),
+            (5, visible.velocity),
+            (6, visible.mean_input),
+            (8, error_source),
+            (9, error_partials),
+            (10, hidden.positive),
+            (11, hidden.negative),
+            (12, hidden.bias),
+            (13, hidden.velocity),
+            (14, hidden.smoothed),
+            (15, hidden.sparsity_derivative),
+        ];
+        Some(Step::new(device, "bias_steps", pipeline, dims, &resources, (groups, 1)))
     }
 }
 

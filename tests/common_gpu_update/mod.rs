@@ -17,7 +17,7 @@ use deepbelief::eval::free_energy::free_energy;
 use deepbelief::gpu::gemm::{fused_update_partials, FusedUpdate, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
 use deepbelief::gpu::reduce::{self, partial_count, record, Dispatch, ReduceKernels, Target};
 use deepbelief::gpu::schedule::{self, EpochFigures, ScheduleBuffers, ScheduleKernels, TrainState};
-use deepbelief::gpu::update::{update_partial_count, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
+use deepbelief::gpu::update::{update_partial_count, BIAS_STEPS_STORAGE_BUFFERS, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
 use deepbelief::gpu::GpuContext;
 use deepbelief::model::rbm::squared_difference;
 use deepbelief::model::{Rbm, VisibleUnits};
@@ -272,6 +272,59 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
         "fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles) previous={with_previous}: rel err G' {eg:.1e} V {ev:.1e} W {ew:.1e}, cosine {ecos:.1e}, RMS {erms:.1e}, max inc {einc:.1e}",
         call.tiling
     ))
+}
+
+/// Both bias steps in one dispatch (`UpdateKernels::bias_steps`) against the visible (with the
+/// squared error) and hidden steps run one after the other on copies of the same state: the
+/// same arithmetic in the same order, so every output must agree bit for bit. Where the device
+/// offers too few storage buffers, `Ok` says so unless `required`.
+pub async fn bias_steps_in_one_dispatch(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, required: bool) -> Check {
+    if !gpu.update.supports_bias_steps() {
+        let offered = gpu.ctx.device.limits().max_storage_buffers_per_shader_stage;
+        let message = format!("bias steps {nv}+{nh}: the device offers {offered} storage buffers per stage, one dispatch needs {BIAS_STEPS_STORAGE_BUFFERS}");
+        return if required { Err(message) } else { Ok(format!("{message}; trainers use two")) };
+    }
+    let mut noise = Noise(41 + nv as u64 * 3 + nh as u64);
+    let cfg = config(Schedule::Adaptive, 0.07, 0.6);
+    let device = &gpu.ctx.device;
+    let v0 = noise.vec(rows * nv, 0.0, 1.0);
+    let vk = noise.vec(chains * nv, 0.0, 1.0);
+    let source = noise.vec(rows * nv, 0.0, 1.0);
+    let h0 = noise.vec(rows * nh, 0.0, 1.0);
+    let hk = noise.vec(chains * nh, 0.0, 1.0);
+    let (vb, hb, vvel, hvel) = (noise.vec(nv, -0.5, 0.5), noise.vec(nh, -0.5, 0.5), noise.vec(nv, -0.01, 0.01), noise.vec(nh, -0.01, 0.01));
+    let q: Vec<f32> = (0..nh).map(|j| [0.003, 0.5, 0.995, 0.1][j % 4]).collect();
+    let (v0_buf, vk_buf, source_buf, h0_buf, hk_buf) = (gpu.upload(&v0), gpu.upload(&vk), gpu.upload(&source), gpu.upload(&h0), gpu.upload(&hk));
+    let n_errors = deepbelief::gpu::update::bias_error_partial_count(nv) as usize;
+    // Two copies of the state: one for the separate steps, one for the single dispatch.
+    let mut outputs = Vec::new();
+    for one_dispatch in [false, true] {
+        let state = schedule::create_state_buffer(device, &TrainState::from_config(&cfg));
+        let (vb_buf, hb_buf, vvel_buf, hvel_buf, q_buf) = (gpu.upload(&vb), gpu.upload(&hb), gpu.upload(&vvel), gpu.upload(&hvel), gpu.upload(&q));
+        let (mean_buf, d_buf, errors) = (gpu.zeros(nv), gpu.zeros(nh), gpu.zeros(n_errors));
+        let visible = VisibleBiasBuffers { positive: &v0_buf, negative: &vk_buf, bias: &vb_buf, velocity: &vvel_buf, mean_input: &mean_buf, state: &state };
+        let hidden = HiddenBiasBuffers { positive: &h0_buf, negative: &hk_buf, bias: &hb_buf, velocity: &hvel_buf, smoothed: &q_buf, sparsity_derivative: &d_buf, state: &state };
+        if one_dispatch {
+            let both = gpu.update.bias_steps(device, rows, chains, nv, nh, &visible, &hidden, &source_buf, &errors).ok_or("bias_steps refused a supported device")?;
+            gpu.run(&[&both]);
+        } else {
+            let v = gpu.update.visible_bias_error_step(device, rows, chains, nv, &visible, &source_buf, &errors);
+            let h = gpu.update.hidden_bias_step(device, rows, chains, nh, &hidden);
+            gpu.run(&[&v, &h]);
+        }
+        let mut all = Vec::new();
+        for (buffer, len) in [(&vb_buf, nv), (&vvel_buf, nv), (&mean_buf, nv), (&errors, n_errors), (&hb_buf, nh), (&hvel_buf, nh), (&q_buf, nh), (&d_buf, nh)] {
+            all.push(gpu.read(buffer, len).await?);
+        }
+        outputs.push(all);
+    }
+    let names = ["visible bias", "visible velocity", "mean input", "error partials", "hidden bias", "hidden velocity", "smoothed q", "sparsity d"];
+    for ((name, two), one) in names.iter().zip(&outputs[0]).zip(&outputs[1]) {
+        if let Some(k) = two.iter().zip(one).position(|(a, b)| a.to_bits() != b.to_bits()) {
+            return Err(format!("bias steps {nv}+{nh}: {name}[{k}] is {} in one dispatch, {} in two", one[k], two[k]));
+        }
+    }
+    Ok(format!("bias steps {nv}+{nh} ({rows} rows, {chains} chains): one dispatch equals two, bit for bit"))
 }
 
 /// Three batches of the two bias steps (column means, sparsity estimate with saturated

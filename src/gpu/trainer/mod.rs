@@ -346,14 +346,16 @@ impl GpuCdTrainer {
         self.batches
     }
 
-    /// Whether the weight update runs as the epilogue of the gradient product (the default where
-    /// the device offers the 11 storage buffers per stage it binds; `DEEPBELIEF_FUSED_UPDATE=0`
-    /// turns it off) or as a pass of its own. Both give the same weights up to rounding.
+    /// Whether the kernels that bind more storage buffers than WebGPU's default 8 are used: the
+    /// weight update as the epilogue of the gradient product (11) and, where the visible step
+    /// sums the error, both bias steps in one dispatch (13). They are the default where the
+    /// device offers the buffers; `DEEPBELIEF_FUSED_UPDATE=0` turns them off, for comparison.
+    /// Both forms give the same weights up to rounding.
     pub fn fused_update(&self) -> bool {
         self.fused_update
     }
 
-    /// Chooses the fused or separate weight update (false where the device cannot fuse it).
+    /// Chooses the fused kernels or the default-limits ones (false where the device cannot fuse).
     pub fn set_fused_update(&mut self, fused: bool) {
         self.fused_update = fused && self.kernels.gemm.supports_fused_update();
         self.plans = None;

@@ -51,8 +51,9 @@ pub(super) struct Plan {
     /// Per gradient parity: `v0ᵀh0/rows − vkᵀhk/chains` as one paired product, with the
     /// weight update as its epilogue where `update` is empty.
     gradient: Vec<GemmCall>,
+    /// The visible bias step, or both bias steps in one dispatch (then `hidden` is `None`).
     visible: Step,
-    hidden: Step,
+    hidden: Option<Step>,
     /// Per gradient parity: the weight update's own pass, unless fused into the gradient.
     update: Vec<Step>,
     /// The schedule step, with the next batch's gather in the same dispatch.
@@ -69,7 +70,8 @@ pub(super) struct PlanShape<'a> {
     pub batches: usize,
     pub config: &'a CdConfig,
     /// The weight update as the gradient product's epilogue (needs
-    /// `GemmKernels::supports_fused_update`).
+    /// `GemmKernels::supports_fused_update`), and both bias steps in one dispatch where the
+    /// device has the buffers for it too.
     pub fused_update: bool,
 }
 
@@ -180,21 +182,25 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
     } else {
         (kn.update.visible_bias_step(device, rows, chains, nv, &visible_buffers), partial_count(rows * nv))
     };
-    let hidden = kn.update.hidden_bias_step(
-        device,
-        rows,
-        chains,
-        nh,
-        &HiddenBiasBuffers {
-            positive: &b.h0,
-            negative: &b.hk,
-            bias: &b.hidden_bias,
-            velocity: &b.hidden_velocity,
-            smoothed: &b.smoothed,
-            sparsity_derivative: &b.sparsity_derivative,
-            state: &b.state,
-        },
-    );
+    let hidden_buffers = HiddenBiasBuffers {
+        positive: &b.h0,
+        negative: &b.hk,
+        bias: &b.hidden_bias,
+        velocity: &b.hidden_velocity,
+        smoothed: &b.smoothed,
+        sparsity_derivative: &b.sparsity_derivative,
+        state: &b.state,
+    };
+    // Both bias steps in one dispatch where the device has the storage buffers for it (and
+    // the visible step sums the error): one dispatch fewer per batch.
+    let both = match shape.fused_update && fused_error {
+        true => kn.update.bias_steps(device, rows, chains, nv, nh, &visible_buffers, &hidden_buffers, error_source, &b.error_partials),
+        false => None,
+    };
+    let (visible, hidden) = match both {
+        Some(both) => (both, None),
+        None => (visible, Some(kn.update.hidden_bias_step(device, rows, chains, nh, &hidden_buffers))),
+    };
     let update_steps = if shape.fused_update { 0 } else { 2 };
     let update = (0..update_steps)
         .map(|p| {
@@ -353,8 +359,15 @@ impl Plan {
         }
         // With the update fused into the gradient, the bias steps go first: they write the
         // mean input and the sparsity derivative that the update reads.
-        calls.push((if self.fused_error { "visible bias + squared error" } else { "visible bias" }, Call::Step(&self.visible)));
-        calls.push(("hidden bias", Call::Step(&self.hidden)));
+        let visible = match (&self.hidden, self.fused_error) {
+            (None, _) => "bias steps + squared error",
+            (Some(_), true) => "visible bias + squared error",
+            (Some(_), false) => "visible bias",
+        };
+        calls.push((visible, Call::Step(&self.visible)));
+        if let Some(hidden) = &self.hidden {
+            calls.push(("hidden bias", Call::Step(hidden)));
+        }
         if fused {
             calls.push(("gradient + weight update", Call::Gemm(&self.gradient[parity])));
         } else {
