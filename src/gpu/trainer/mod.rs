@@ -22,7 +22,8 @@
 //!    the visible bias step when k = 1); `hk = σ(vk·W + c)`, sampled into `hs` with
 //!    `ChainHidden`, chain step s + 1, unless last;
 //! 4. visible and hidden bias steps (column means, sparsity estimate; the visible one also sums
-//!    the squared error);
+//!    the squared error), in one dispatch where the device offers the 13 storage buffers that
+//!    binds and the visible step sums the error;
 //! 5. `G = v0ᵀh0 / rows − vkᵀhk / chains`: one paired GEMM of depth rows + chains into the
 //!    gradient of this batch's parity, with the weight update as its epilogue (gradient /
 //!    previous-gradient ping-pong) where the device offers the 11 storage buffers that binds,
@@ -35,11 +36,13 @@
 //!
 //! Measured (release build, `deepbelief bench --backend gpu --json`, NVIDIA H100 80GB HBM3 through
 //! Vulkan, 2026-11-22): 784 × 500 CD-1, batches of 100, 60,000 cases (the 10k MNIST file tiled
-//! 6×): 0.055 s per epoch, 85 µs per batch in 7 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
-//! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.30 s, launch-bound). Raina et al.
-//! (2009) Table 2 shapes, batches of 192: 576×1024 0.82–1.5 s per million examples (noisy),
-//! 1024×4096 2.6, 2304×16000 14.6, 4096×11008 16.6 (was 23.6; PyTorch: 16.3). Most of the gain is
-//! [`shader::Checks`]: wgpu's loop counters and index clamps left out of the kernels' code.
+//! 6×): 0.048 s per epoch, 78 µs per batch in 6 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
+//! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.20–0.30 s, launch-bound). Raina et
+//! al. (2009) Table 2 shapes, batches of 192: 576×1024 0.67 s per million examples, 1024×4096
+//! 2.5, 2304×16000 14.5, 4096×11008 16.5 (was 23.6; PyTorch: 16.3). The gains, largest first:
+//! [`shader::Checks`] (wgpu's loop counters and index clamps left out of the kernels' code),
+//! the weight update fused into the gradient product, one dispatch for both bias steps, vec4
+//! loads and 256-workgroup split k for small products, and a short first submission.
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
 //! Also as on the CPU: persistent CD (the chains live in a device buffer that the last chain
