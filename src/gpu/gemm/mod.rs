@@ -120,9 +120,17 @@ impl Tiling {
     }
 }
 
-/// Split-k factor for an `m × n × k` product: with 96–511 tiles and k ≥ 2048, enough splits
-/// (chunks of ≥ 1024) for about 1024 workgroups (H100: 192 × 11008 × 4096 NT from 12.7 to
-/// 19.2 TFLOP/s, 20.0 with Wide tiles and 8 splits); 1 for other outputs of ≥ 96 tiles; else
+/// Workgroups of the mid-sized tilings that an H100 runs at once (132 SMs × 2), the wave of
+/// [`auto_splits`]. On an H100, 4096 × 11008 batches of 192 ran their 192 × 4096 × 11008
+/// products (258 Wide tiles: one nearly full wave) at 33.7 TFLOP/s unsplit against 32.0 with
+/// 4 splits, while 192 × 2304 × 16000 (375 tiles: 71% of two waves) was faster with 2 splits
+/// (95% of three): 14.5 s per million examples against 15.4.
+pub const WAVE: u32 = 264;
+
+/// Split-k factor for an `m × n × k` product: with 96–511 tiles and k ≥ 2048, the split (chunks
+/// of ≥ 1024, at most 8) whose workgroups fill whole waves best (see [`WAVE`]; H100:
+/// 192 × 11008 × 4096 NT from 12.7 to 19.2 TFLOP/s, 20.0 with Wide tiles and 8 splits);
+/// 1 for other outputs of ≥ 96 tiles; else
 /// one split per 4 k steps when that gives at least 4, at most 256 workgroups in all and 16
 /// splits. From `deepbelief bench --gemm-sweep` on an H100: 100 × 784 × 500 is best with
 /// 4–12 splits (unsplit 0.9 TFLOP/s), 100 × 500 × 784 with 4–8, while the gradient
@@ -134,12 +142,22 @@ pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
     if tiles >= 96 {
         // Mid-sized outputs with long k (the hidden → visible product of a wide layer,
         // 192 × 4096 × 11008: 96 Wide tiles, under one wave of an H100's 132 SMs) still
-        // leave most of the GPU idle: split k into chunks of at least 1024 until about 1024
-        // workgroups are in flight.
+        // leave most of the GPU idle: split k, as far as that fills the waves better by more
+        // than 2% (each split adds its partial sums' traffic and the summing pass).
         if tiles >= 512 || k < 2048 {
             return 1;
         }
-        return 1024u32.div_ceil(tiles).min(k / 1024).clamp(1, 8);
+        let fill = |splits: u32| {
+            let groups = tiles * splits;
+            groups as f64 / (groups.div_ceil(WAVE) * WAVE) as f64
+        };
+        let mut best = 1;
+        for splits in 2..=(k / 1024).clamp(1, 8) {
+            if fill(splits) > fill(best) + 0.02 {
+                best = splits;
+            }
+        }
+        return best;
     }
     let by_k = k / (4 * tiling.dims().bk);
     if by_k < 4 {
