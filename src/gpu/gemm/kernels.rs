@@ -1,6 +1,7 @@
 //! Compiling the GEMM variants and preparing, recording and dispatching products: the host
 //! side of `shaders/gemm.wgsl` (see the parent module for the operation and its layouts).
 
+use super::variant::{check_fused_update, vec4_operands, FUSED_UPDATE_STORAGE_BUFFERS};
 use super::{auto_splits, Element, GemmOp, Tiling};
 use crate::gpu::buffers::{self, window, StepTable};
 use crate::gpu::shader::{self, Const, PipelineCache, SlotDispatch};
@@ -16,9 +17,6 @@ const VEC4_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_vec4.wg
 const UPDATE_SOURCE: &str = include_str!("../../../shaders/gemm_update.wgsl");
 /// What the variants without the fused update get in place of gemm_update.wgsl's entry.
 const NO_UPDATE: &str = "fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, tile: u32) {}\n";
-
-/// Storage buffers a fused-update variant binds (gemm.wgsl's 7 and gemm_update.wgsl's 4).
-pub const FUSED_UPDATE_STORAGE_BUFFERS: u32 = 11;
 
 const FLAG_ACCUMULATE: u32 = 1;
 const FLAG_BIAS: u32 = 2;
@@ -408,57 +406,4 @@ impl GemmKernels {
         call.dispatch(&mut pass, 0);
         Ok(())
     }
-}
-
-/// Whether `op` reads its operands a vec4 at a time (`shaders/gemm_operands_vec4.wgsl`). It can
-/// with f32 A without a gather, and along each operand's contiguous axis the extent, the row
-/// stride and the offset all multiples of 4 (so no vector straddles an edge and every bound
-/// window holds whole vectors; windows start on 256-byte boundaries, which keeps offsets'
-/// residues). It does only with Small and Medium tiles, from measurements on an H100 (same
-/// run, A/B twice): there the products are latency-bound and gain (100 × 784 × 500 NN 4.0–4.3
-/// → 4.6 TFLOP/s, the 784 × 500 CD-1 batch 86 → 83 µs), while the compute-bound Wide and
-/// Large products lose (192 × 4096 × 11008 NN 32.2 → 29.5, 8192³ 32.3 → 30.8).
-fn vec4_operands(op: &GemmOp, tiling: Tiling) -> bool {
-    if !matches!(tiling, Tiling::Small | Tiling::Medium) {
-        return false;
-    }
-    let aligned = |x: u64| x % 4 == 0;
-    let (k1, k2) = match op.pair {
-        Some(p) => (p.k_split.min(op.k), op.k - p.k_split.min(op.k)),
-        None => (op.k, 0),
-    };
-    let a_run_ok = if op.a_transposed { aligned(op.m as u64) } else { aligned(k1 as u64) && aligned(k2 as u64) };
-    let b_run_ok = if op.b_transposed { aligned(k1 as u64) && aligned(k2 as u64) } else { aligned(op.n as u64) };
-    let pair_ok = op.pair.is_none_or(|p| aligned(p.a.offset) && aligned(p.b.offset) && aligned(p.a.ld as u64) && aligned(p.b.ld as u64));
-    let bias_ok = op.bias.is_none_or(|b| aligned(b.offset) && aligned(op.n as u64));
-    op.a_element == Element::F32 && op.a_gather.is_none() && a_run_ok && b_run_ok && pair_ok && bias_ok && aligned(op.a.offset) && aligned(op.b.offset) && aligned(op.a.ld as u64) && aligned(op.b.ld as u64)
-}
-
-/// What a fused-update product must be: the gradient of an `m × n` layer, packed, with no other
-/// epilogue, and buffers sized for it.
-fn check_fused_update(op: &GemmOp, update: &super::FusedUpdate, tiling: Tiling, supported: bool) -> Result<(), GpuError> {
-    if !supported {
-        return Err(GpuError(format!("gemm: this device offers fewer than {FUSED_UPDATE_STORAGE_BUFFERS} storage buffers per stage, which the fused update needs")));
-    }
-    if op.accumulate || op.bias.is_some() || op.activation != Activation::Linear || op.sample.is_some() || op.split_k.is_some_and(|s| s > 1) {
-        return Err(GpuError("gemm: a fused update takes no accumulate, bias, activation, sample or split k".into()));
-    }
-    if op.c.offset != 0 || op.c.ld != op.n {
-        return Err(GpuError("gemm: a fused update's gradient must be packed (ld = n) at offset 0".into()));
-    }
-    let weights = 4 * op.m as u64 * op.n as u64;
-    let sized = [("weights", update.weights.size(), weights), ("velocity", update.velocity.size(), weights), ("previous gradient", update.previous.size(), weights), ("gradient", op.c.buffer.size(), weights), ("mean input", update.mean_input.size(), 4 * op.m as u64), ("sparsity derivative", update.sparsity_derivative.size(), 4 * op.n as u64), ("partials", update.partials.size(), 16 * tiling.tiles(op.m, op.n) as u64)];
-    for (what, size, needed) in sized {
-        if size < needed {
-            return Err(GpuError(format!("gemm: the fused update's {what} buffer has {size} bytes, {needed} needed")));
-        }
-    }
-    let outputs = [op.c.buffer, update.weights, update.velocity, update.partials];
-    let inputs = [Some(op.a.buffer), Some(op.b.buffer), op.pair.map(|p| p.a.buffer), op.pair.map(|p| p.b.buffer), Some(update.previous), Some(update.mean_input), Some(update.sparsity_derivative), Some(update.state)];
-    for (i, out) in outputs.iter().enumerate() {
-        if outputs[..i].contains(out) || inputs.iter().flatten().any(|b| b == out) {
-            return Err(GpuError("gemm: the fused update's output buffers must differ from each other and from its inputs".into()));
-        }
-    }
-    Ok(())
 }

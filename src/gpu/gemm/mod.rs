@@ -46,8 +46,10 @@
 
 mod kernels;
 mod throughput;
+mod variant;
 
-pub use kernels::{GemmCall, GemmKernels, FUSED_UPDATE_STORAGE_BUFFERS};
+pub use kernels::{GemmCall, GemmKernels};
+pub use variant::FUSED_UPDATE_STORAGE_BUFFERS;
 pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
 
 use super::buffers::StepTable;
