@@ -35,7 +35,10 @@ pub fn bias_error_partial_count(n_visible: usize) -> u32 {
     n_visible.div_ceil(COLUMNS_PER_GROUP) as u32
 }
 
-/// Buffers of the weight update (all f32, row-major).
+/// Buffers of the weight update (all f32, row-major): of its own pass
+/// ([`UpdateKernels::weight_update`]), or of the gradient product's epilogue
+/// ([`GemmOp::fused_update`](crate::gpu::gemm::GemmOp::fused_update)).
+#[derive(Clone, Copy, Debug)]
 pub struct WeightUpdateBuffers<'a> {
     /// nv × nh, updated in place.
     pub weights: &'a wgpu::Buffer,
@@ -52,7 +55,8 @@ pub struct WeightUpdateBuffers<'a> {
     pub sparsity_derivative: &'a wgpu::Buffer,
     /// The `TrainState` buffer (needs UNIFORM usage).
     pub state: &'a wgpu::Buffer,
-    /// ≥ 16 · [`update_partial_count`] bytes.
+    /// ≥ 16 · [`update_partial_count`] bytes (fused: 16 ·
+    /// [`fused_update_partials`](crate::gpu::gemm::fused_update_partials)).
     pub partials: &'a wgpu::Buffer,
 }
 

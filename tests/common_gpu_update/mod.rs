@@ -14,7 +14,7 @@
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::eval::free_energy::free_energy;
-use deepbelief::gpu::gemm::{fused_update_partials, FusedUpdate, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
+use deepbelief::gpu::gemm::{fused_update_partials, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
 use deepbelief::gpu::reduce::{self, partial_count, record, Dispatch, ReduceKernels, Target};
 use deepbelief::gpu::schedule::{self, EpochFigures, ScheduleBuffers, ScheduleKernels, TrainState};
 use deepbelief::gpu::update::{update_partial_count, BIAS_STEPS_STORAGE_BUFFERS, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
@@ -229,7 +229,7 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
         .transpose_a()
         .alpha(1.0 / rows as f32)
         .paired(&vk_buf, &hk_buf, rows as u32, -1.0 / chains as f32)
-        .fused_update(FusedUpdate { weights: &weights, velocity: &velocity, previous: &previous, mean_input: &mean_buffer, sparsity_derivative: &d_buffer, state: &state, partials: &partials });
+        .fused_update(WeightUpdateBuffers { weights: &weights, velocity: &velocity, gradient: &gradient, previous: &previous, mean_input: &mean_buffer, sparsity_derivative: &d_buffer, state: &state, partials: &partials });
     let call = gpu.gemm.prepare(&gpu.ctx, &op).map_err(|e| e.to_string())?;
     let end = gpu.schedule.step(device, &ScheduleBuffers { state: &state, update_partials: &partials, n_update_partials: n_partials, error_partials: None, n_weights: n, batch_log: &log, log_capacity: 4 });
     let mut encoder = device.create_command_encoder(&Default::default());

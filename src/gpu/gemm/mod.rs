@@ -54,6 +54,7 @@ pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
 
 use super::buffers::StepTable;
 use crate::backend::Activation;
+use crate::gpu::update::WeightUpdateBuffers;
 use crate::rng::RngStream;
 
 /// Output tile per workgroup and outputs per invocation.
@@ -238,26 +239,6 @@ pub struct Pair<'a> {
     pub alpha: f32,
 }
 
-/// The CD weight update as the product's epilogue (`shaders/gemm_update.wgsl`): C is the
-/// batch's gradient G (packed `nv × nh`); each element then gets
-/// `g' = g − (wp·w + mean_input[i]·d[j]); v = m·v + lr·g'; w += v; G ← g'` with the rates of
-/// `state`, and each tile writes its `(Σ g'·p, Σ g'², Σ p², max |v|)` partial, as
-/// [`UpdateKernels::weight_update`](crate::gpu::update::UpdateKernels::weight_update) does in a
-/// pass of its own. Needs [`GemmKernels::supports_fused_update`].
-#[derive(Clone, Copy, Debug)]
-pub struct FusedUpdate<'a> {
-    pub weights: &'a wgpu::Buffer,
-    pub velocity: &'a wgpu::Buffer,
-    /// The last batch's g' (not read while `TrainState::has_previous` is 0).
-    pub previous: &'a wgpu::Buffer,
-    pub mean_input: &'a wgpu::Buffer,
-    pub sparsity_derivative: &'a wgpu::Buffer,
-    /// The `TrainState` buffer (UNIFORM usage).
-    pub state: &'a wgpu::Buffer,
-    /// ≥ 16 · [`fused_update_partials`] bytes.
-    pub partials: &'a wgpu::Buffer,
-}
-
 /// Partials a fused update of an `m × n` gradient writes: one per output tile.
 pub fn fused_update_partials(m: u32, n: u32) -> u32 {
     Tiling::auto(m, n).tiles(m, n)
@@ -297,7 +278,7 @@ pub struct GemmOp<'a> {
     /// Per-batch slots for [`GemmCall::dispatch`]; `None`: a single zero slot.
     pub slots: Option<&'a StepTable>,
     /// The weight update as the epilogue (no accumulate, bias, activation, sample or split k).
-    pub update: Option<FusedUpdate<'a>>,
+    pub update: Option<WeightUpdateBuffers<'a>>,
 }
 
 impl<'a> GemmOp<'a> {
@@ -416,8 +397,14 @@ impl<'a> GemmOp<'a> {
         self
     }
 
-    /// The CD weight update as the epilogue, with C as the gradient G (see [`FusedUpdate`]).
-    pub fn fused_update(mut self, update: FusedUpdate<'a>) -> Self {
+    /// The CD weight update as the product's epilogue (`shaders/gemm_update.wgsl`): C must be
+    /// `update.gradient` (packed `nv × nh`); each element then gets
+    /// `g' = g − (wp·w + mean_input[i]·d[j]); v = m·v + lr·g'; w += v; G ← g'` with the rates of
+    /// `state`, and each tile writes its `(Σ g'·p, Σ g'², Σ p², max |v|)` partial
+    /// ([`fused_update_partials`] of them), as
+    /// [`UpdateKernels::weight_update`](crate::gpu::update::UpdateKernels::weight_update) does in
+    /// a pass of its own on the same buffers. Needs [`GemmKernels::supports_fused_update`].
+    pub fn fused_update(mut self, update: WeightUpdateBuffers<'a>) -> Self {
         self.update = Some(update);
         self
     }

@@ -3,6 +3,7 @@
 
 use super::{Element, GemmOp, Tiling};
 use crate::backend::Activation;
+use crate::gpu::update::WeightUpdateBuffers;
 use crate::gpu::GpuError;
 
 /// Storage buffers a fused-update variant binds (gemm.wgsl's 7 and gemm_update.wgsl's 4).
@@ -34,15 +35,15 @@ pub(super) fn vec4_operands(op: &GemmOp, tiling: Tiling) -> bool {
 
 /// What a fused-update product must be: the gradient of an `m × n` layer, packed, with no other
 /// epilogue, and buffers sized for it.
-pub(super) fn check_fused_update(op: &GemmOp, update: &super::FusedUpdate, tiling: Tiling, supported: bool) -> Result<(), GpuError> {
+pub(super) fn check_fused_update(op: &GemmOp, update: &WeightUpdateBuffers, tiling: Tiling, supported: bool) -> Result<(), GpuError> {
     if !supported {
         return Err(GpuError(format!("gemm: this device offers fewer than {FUSED_UPDATE_STORAGE_BUFFERS} storage buffers per stage, which the fused update needs")));
     }
     if op.accumulate || op.bias.is_some() || op.activation != Activation::Linear || op.sample.is_some() || op.split_k.is_some_and(|s| s > 1) {
         return Err(GpuError("gemm: a fused update takes no accumulate, bias, activation, sample or split k".into()));
     }
-    if op.c.offset != 0 || op.c.ld != op.n {
-        return Err(GpuError("gemm: a fused update's gradient must be packed (ld = n) at offset 0".into()));
+    if op.c.buffer != update.gradient || op.c.offset != 0 || op.c.ld != op.n {
+        return Err(GpuError("gemm: a fused update's product must be its gradient buffer, packed (ld = n) at offset 0".into()));
     }
     let weights = 4 * op.m as u64 * op.n as u64;
     let sized = [("weights", update.weights.size(), weights), ("velocity", update.velocity.size(), weights), ("previous gradient", update.previous.size(), weights), ("gradient", op.c.buffer.size(), weights), ("mean input", update.mean_input.size(), 4 * op.m as u64), ("sparsity derivative", update.sparsity_derivative.size(), 4 * op.n as u64), ("partials", update.partials.size(), 16 * tiling.tiles(op.m, op.n) as u64)];
