@@ -22,8 +22,9 @@
 // column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
 // throughout; the CPU sums all rows in order in f32, so the two agree to a few ulp·rows.
 //
-// The buffers are read and written through accessors with a `side` argument (0 visible,
-// 1 hidden), defined by the file prepended to this one:
+// The buffers that both sides use are read and written through accessors with a `side`
+// argument (0 visible, 1 hidden), defined by the file prepended to this one (7, 8 and 9, used
+// by one side only, are declared here):
 // - update_bias_one.wgsl, for the three steps above (one side per dispatch, `side` ignored):
 //   0 dims (uniform BiasDims: rows of the data batch, chains = rows of the negative batch,
 //   width), grid ceil(width / 8), 1 state (uniform TrainState), 2 positive (read,
@@ -53,6 +54,10 @@ const SATURATION_HIGH: f32 = 0.99f;
 
 @group(0) @binding(0) var<uniform> dims: BiasDims;
 @group(0) @binding(1) var<uniform> state: TrainState;
+// Used by one side only, so the same in both prefixes' layouts.
+@group(0) @binding(7) var<storage, read_write> sparsity_out: array<f32>;
+@group(0) @binding(8) var<storage, read> error_source: array<f32>;
+@group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
 
 var<workgroup> lane_positive: array<f32, 256>;
 var<workgroup> lane_error: array<f32, 256>;
@@ -159,7 +164,7 @@ fn visible_bias_error(group: u32, lid: vec3<u32>) {
     if (col < width) {
         let range = lane_rows(dims.rows, lid.y);
         for (var r = range.x; r < range.y; r = r + 1u) {
-            let d = positive_at(0u, r * width + col) - error_source_at(r * width + col);
+            let d = positive_at(0u, r * width + col) - error_source[r * width + col];
             e = e + d * d;
         }
     }
@@ -174,7 +179,7 @@ fn visible_bias_error(group: u32, lid: vec3<u32>) {
         workgroupBarrier();
     }
     if (t == 0u) {
-        set_error_partial(group, lane_error[0]);
+        error_partials[group] = lane_error[0];
     }
 }
 
@@ -191,7 +196,7 @@ fn hidden_bias(group: u32, lid: vec3<u32>) {
         let q = 0.95f * column_state_at(1u, col) + 0.05f * m0;
         set_column_state(1u, col, q);
         let d = sparsity_derivative(q, state.sparsity_penalty, state.sparsity_target);
-        set_sparsity(col, d);
+        sparsity_out[col] = d;
         bias_step(1u, col, m0 - lane_negative[lid.x] - d);
     }
 }

@@ -6,7 +6,8 @@
 //
 // bindings: 0 dims, 1 state, visible side 2 v0, 3 vk, 4 visible bias, 5 its velocity,
 // 6 mean_input (written), 8 error_source, 9 error_partials; hidden side 10 h0, 11 hk,
-// 12 hidden bias, 13 its velocity, 14 the smoothed estimate q, 15 sparsity_out (d).
+// 12 hidden bias, 13 its velocity, 14 the smoothed estimate q, 7 sparsity_out (d).
+// (7, 8 and 9 are declared in update_bias.wgsl, as for the one-side steps.)
 // 13 storage buffers, over WebGPU's default of 8: used only where the device offers them.
 
 @group(0) @binding(2) var<storage, read> positive: array<f32>;
@@ -14,14 +15,11 @@
 @group(0) @binding(4) var<storage, read_write> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> bias_velocity: array<f32>;
 @group(0) @binding(6) var<storage, read_write> column_state: array<f32>;
-@group(0) @binding(8) var<storage, read> error_source: array<f32>;
-@group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
 @group(0) @binding(10) var<storage, read> hidden_positive: array<f32>;
 @group(0) @binding(11) var<storage, read> hidden_negative: array<f32>;
 @group(0) @binding(12) var<storage, read_write> hidden_biases: array<f32>;
 @group(0) @binding(13) var<storage, read_write> hidden_velocity: array<f32>;
 @group(0) @binding(14) var<storage, read_write> smoothed: array<f32>;
-@group(0) @binding(15) var<storage, read_write> sparsity_out: array<f32>;
 
 @compute @workgroup_size(8, 32)
 fn bias_steps(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
@@ -97,16 +95,4 @@ fn set_column_state(side: u32, i: u32, value: f32) {
     } else {
         smoothed[i] = value;
     }
-}
-
-fn set_sparsity(i: u32, value: f32) {
-    sparsity_out[i] = value;
-}
-
-fn error_source_at(i: u32) -> f32 {
-    return error_source[i];
-}
-
-fn set_error_partial(i: u32, value: f32) {
-    error_partials[i] = value;
 }

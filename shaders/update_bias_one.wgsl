@@ -6,9 +6,6 @@
 @group(0) @binding(4) var<storage, read_write> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> bias_velocity: array<f32>;
 @group(0) @binding(6) var<storage, read_write> column_state: array<f32>;
-@group(0) @binding(7) var<storage, read_write> sparsity_out: array<f32>;
-@group(0) @binding(8) var<storage, read> error_source: array<f32>;
-@group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
 
 fn width_of(side: u32) -> u32 {
     return dims.width;
@@ -44,16 +41,4 @@ fn column_state_at(side: u32, i: u32) -> f32 {
 
 fn set_column_state(side: u32, i: u32, value: f32) {
     column_state[i] = value;
-}
-
-fn set_sparsity(i: u32, value: f32) {
-    sparsity_out[i] = value;
-}
-
-fn error_source_at(i: u32) -> f32 {
-    return error_source[i];
-}
-
-fn set_error_partial(i: u32, value: f32) {
-    error_partials[i] = value;
 }

@@ -206,7 +206,7 @@ impl UpdateKernels {
             (12, hidden.bias),
             (13, hidden.velocity),
             (14, hidden.smoothed),
-            (15, hidden.sparsity_derivative),
+            (7, hidden.sparsity_derivative),
         ];
         Some(Step::new(device, "bias_steps", pipeline, dims, &resources, (groups, 1)))
     }
