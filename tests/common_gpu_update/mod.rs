@@ -130,6 +130,44 @@ fn config(schedule: Schedule, learning_rate: f32, momentum: f32) -> CdConfig {
     CdConfig { schedule, learning_rate, initial_momentum: momentum, weight_penalty: 1e-4, sparsity_penalty: 0.001, sparsity_target: 0.1, ..Default::default() }
 }
 
+/// Tolerances of [`check_one_update`]: arrays normwise, scalars relatively.
+struct UpdateTolerances {
+    weights: f64,
+    velocity: f64,
+    gradient: f64,
+    rms: f64,
+    increment: f64,
+    cosine: f64,
+    rates: f64,
+}
+
+/// One batch's update and schedule step on the CPU (`update_weights` from `start` = weights,
+/// velocity and raw gradient, then `RateState::after_batch`) against the GPU's weights,
+/// velocity and penalised gradient (`gpu`, same order) and its training state `after`.
+/// Returns the errors as a summary.
+#[allow(clippy::too_many_arguments)]
+fn check_one_update(cfg: &CdConfig, gpu: [&[f32]; 3], after: &TrainState, start: [Vec<f32>; 3], previous: Option<&[f32]>, mean_input: &[f32], d: &[f32], tolerances: &UpdateTolerances) -> Result<String, String> {
+    let [mut w, mut v, mut g] = start;
+    let step = WeightStep { learning_rate: cfg.learning_rate, momentum: cfg.initial_momentum, weight_penalty: cfg.weight_penalty, mean_input, sparsity_derivative: d };
+    let figures = update_weights(&mut w, &mut v, &mut g, previous, &step);
+    let mut rates = RateState::new(cfg);
+    rates.after_batch(figures.cosine);
+
+    let ew = compare("weights", gpu[0], &w, tolerances.weights)?;
+    let ev = compare("velocity", gpu[1], &v, tolerances.velocity)?;
+    let eg = compare("penalised gradient", gpu[2], &g, tolerances.gradient)?;
+    let erms = compare_scalar("gradient RMS", after.last_gradient_rms as f64, figures.gradient_rms, tolerances.rms)?;
+    let einc = compare_scalar("max increment", after.last_max_increment as f64, figures.max_increment as f64, tolerances.increment)?;
+    let ecos = match (after.last_cosine(), figures.cosine) {
+        (Some(gc), Some(cc)) => compare_scalar("cosine", gc as f64, cc, tolerances.cosine)?,
+        (None, None) => 0.0,
+        (gc, cc) => return Err(format!("cosine: gpu {gc:?} cpu {cc:?}")),
+    };
+    compare_scalar("learning rate", after.learning_rate as f64, rates.learning_rate as f64, tolerances.rates)?;
+    compare_scalar("momentum", after.momentum as f64, rates.momentum as f64, tolerances.rates)?;
+    Ok(format!("rel err W {ew:.1e} V {ev:.1e} G' {eg:.1e}, cosine {ecos:.1e} ({:?}), RMS {erms:.1e}, max inc {einc:.1e}", figures.cosine))
+}
+
 /// One fused weight update plus the schedule step on nv × nh weights, against
 /// `update_weights` and `RateState::after_batch`. Without a previous gradient the P buffer
 /// holds NaN, so reading it would show.
@@ -164,31 +202,12 @@ pub async fn weight_update(gpu: &Gpu, nv: usize, nh: usize, with_previous: bool)
     let (gw, gv, gg) = (gpu.read(&weights, n).await?, gpu.read(&velocity, n).await?, gpu.read(&gradient, n).await?);
     let after = gpu.state(&state).await?;
 
-    let (mut w, mut v, mut g) = (w0, v0, g0);
-    let step = WeightStep { learning_rate: cfg.learning_rate, momentum: cfg.initial_momentum, weight_penalty: cfg.weight_penalty, mean_input: &mean_input, sparsity_derivative: &d };
-    let figures = update_weights(&mut w, &mut v, &mut g, with_previous.then_some(&p[..]), &step);
-    let mut rates = RateState::new(&cfg);
-    rates.after_batch(figures.cosine);
-
-    let ew = compare("weights", &gw, &w, 1e-6)?;
-    let ev = compare("velocity", &gv, &v, 1e-6)?;
-    let eg = compare("penalised gradient", &gg, &g, 1e-6)?;
-    let erms = compare_scalar("gradient RMS", after.last_gradient_rms as f64, figures.gradient_rms, 1e-5)?;
-    let einc = compare_scalar("max increment", after.last_max_increment as f64, figures.max_increment as f64, 1e-6)?;
-    let ecos = match (after.last_cosine(), figures.cosine) {
-        (Some(gc), Some(cc)) => compare_scalar("cosine", gc as f64, cc, 1e-5)?,
-        (None, None) => 0.0,
-        (gc, cc) => return Err(format!("cosine: gpu {gc:?} cpu {cc:?}")),
-    };
-    compare_scalar("learning rate", after.learning_rate as f64, rates.learning_rate as f64, 1e-6)?;
-    compare_scalar("momentum", after.momentum as f64, rates.momentum as f64, 1e-6)?;
+    let tolerances = UpdateTolerances { weights: 1e-6, velocity: 1e-6, gradient: 1e-6, rms: 1e-5, increment: 1e-6, cosine: 1e-5, rates: 1e-6 };
+    let errors = check_one_update(&cfg, [&gw, &gv, &gg], &after, [w0, v0, g0], with_previous.then_some(&p[..]), &mean_input, &d, &tolerances)?;
     if after.has_previous != 1 || after.batch_index != 1 {
         return Err(format!("state flags after one batch: {after:?}"));
     }
-    Ok(format!(
-        "weight update {nv}x{nh} previous={with_previous}: rel err W {ew:.1e} V {ev:.1e} G' {eg:.1e}, cosine {ecos:.1e} ({:?}), RMS {erms:.1e}, max inc {einc:.1e}; lr {} momentum {}",
-        figures.cosine, after.learning_rate, after.momentum
-    ))
+    Ok(format!("weight update {nv}x{nh} previous={with_previous}: {errors}; lr {} momentum {}", after.learning_rate, after.momentum))
 }
 
 /// The CD gradient `v0ᵀh0/rows − vkᵀhk/chains` as one paired product with the weight update
@@ -250,28 +269,10 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
             g[i * nh + j] = (positive / rows as f64 - negative / chains as f64) as f32;
         }
     }
-    let (mut w, mut v) = (w0, vel0);
-    let step = WeightStep { learning_rate: cfg.learning_rate, momentum: cfg.initial_momentum, weight_penalty: cfg.weight_penalty, mean_input: &mean_input, sparsity_derivative: &d };
-    let figures = update_weights(&mut w, &mut v, &mut g, with_previous.then_some(&p[..]), &step);
-    let mut rates = RateState::new(&cfg);
-    rates.after_batch(figures.cosine);
-
-    let eg = compare("penalised gradient", &gg, &g, 1e-5)?;
-    let ev = compare("velocity", &gv, &v, 1e-5)?;
-    let ew = compare("weights", &gw, &w, 1e-6)?;
-    let erms = compare_scalar("gradient RMS", after.last_gradient_rms as f64, figures.gradient_rms, 1e-5)?;
-    let einc = compare_scalar("max increment", after.last_max_increment as f64, figures.max_increment as f64, 1e-5)?;
-    let ecos = match (after.last_cosine(), figures.cosine) {
-        (Some(gc), Some(cc)) => compare_scalar("cosine", gc as f64, cc, 1e-4)?,
-        (None, None) => 0.0,
-        (gc, cc) => return Err(format!("cosine: gpu {gc:?} cpu {cc:?}")),
-    };
-    compare_scalar("learning rate", after.learning_rate as f64, rates.learning_rate as f64, 1e-5)?;
-    compare_scalar("momentum", after.momentum as f64, rates.momentum as f64, 1e-5)?;
-    Ok(format!(
-        "fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles) previous={with_previous}: rel err G' {eg:.1e} V {ev:.1e} W {ew:.1e}, cosine {ecos:.1e}, RMS {erms:.1e}, max inc {einc:.1e}",
-        call.tiling
-    ))
+    // The gradient's own rounding (f32 products against the f64 sums) carries into G' and V.
+    let tolerances = UpdateTolerances { weights: 1e-6, velocity: 1e-5, gradient: 1e-5, rms: 1e-5, increment: 1e-5, cosine: 1e-4, rates: 1e-5 };
+    let errors = check_one_update(&cfg, [&gw, &gv, &gg], &after, [w0, vel0, g], with_previous.then_some(&p[..]), &mean_input, &d, &tolerances)?;
+    Ok(format!("fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles) previous={with_previous}: {errors}", call.tiling))
 }
 
 /// Both bias steps in one dispatch (`UpdateKernels::bias_steps`) against the visible (with the
