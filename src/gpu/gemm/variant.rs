@@ -13,12 +13,17 @@ pub const FUSED_UPDATE_STORAGE_BUFFERS: u32 = 11;
 /// with f32 A without a gather, and along each operand's contiguous axis the extent, the row
 /// stride and the offset all multiples of 4 (so no vector straddles an edge and every bound
 /// window holds whole vectors; windows start on 256-byte boundaries, which keeps offsets'
-/// residues). It does only with Small and Medium tiles, from measurements on an H100 (same
-/// run, A/B twice): there the products are latency-bound and gain (100 × 784 × 500 NN 4.0–4.3
-/// → 4.6 TFLOP/s, the 784 × 500 CD-1 batch 86 → 83 µs), while the compute-bound Wide and
-/// Large products lose (192 × 4096 × 11008 NN 32.2 → 29.5, 8192³ 32.3 → 30.8).
+/// residues). Whether it does, from measurements on an H100 (same run, A/B):
+/// - Small and Medium tiles: always. There the products are latency-bound and gain
+///   (100 × 784 × 500 NN 4.0–4.3 → 4.6 TFLOP/s, the 784 × 500 CD-1 batch 86 → 83 µs).
+/// - Large and Wide tiles: only for the gradient's layout (Aᵀ, B untransposed), where each
+///   fetched vec4 is stored whole into the k-major slabs. Raina shapes, four runs each:
+///   4096 × 11008 took 16.07–16.15 s per million examples against 16.24–16.25, 2304 × 16000
+///   14.10–14.15 against 14.41–14.43. Other layouts scatter each vector into four slab rows
+///   and lost: 192 × 4096 × 11008 NN 32.2 → 29.5 TFLOP/s, 8192³ 32.3 → 30.8.
 pub(super) fn vec4_operands(op: &GemmOp, tiling: Tiling) -> bool {
-    if !matches!(tiling, Tiling::Small | Tiling::Medium) {
+    let whole_vector_stash = op.a_transposed && !op.b_transposed;
+    if !matches!(tiling, Tiling::Small | Tiling::Medium) && !whole_vector_stash {
         return false;
     }
     let aligned = |x: u64| x % 4 == 0;
