@@ -82,6 +82,22 @@ pub fn module(device: &wgpu::Device, label: &str, source: String, checks: Checks
     unsafe { device.create_shader_module_trusted(desc, runtime) }
 }
 
+/// With `DEEPBELIEF_DUMP_SHADERS=DIR` (native only), writes each assembled kernel to
+/// `DIR/<label>.<entry point>.wgsl`, for `tools/vkstats` (registers and spills per variant, see
+/// docs/GPU_TUNING.md).
+fn dump_source(label: &str, entry_point: &str, source: &str) {
+    if cfg!(target_arch = "wasm32") {
+        return;
+    }
+    if let Ok(dir) = std::env::var("DEEPBELIEF_DUMP_SHADERS") {
+        let name: String = label.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        let path = std::path::Path::new(&dir).join(format!("{name}.{entry_point}.wgsl"));
+        if let Err(e) = std::fs::write(&path, source) {
+            eprintln!("DEEPBELIEF_DUMP_SHADERS: could not write {}: {e}", path.display());
+        }
+    }
+}
+
 /// Compute pipelines of one kernel family (one bind-group layout), built once per variant.
 pub struct PipelineCache {
     label: &'static str,
@@ -115,7 +131,9 @@ impl PipelineCache {
             return pipeline.clone();
         }
         let label = format!("{}:{full_key}", self.label);
-        let module = module(device, &label, source(), self.checks);
+        let source = source();
+        dump_source(&label, entry_point, &source);
+        let module = module(device, &label, source, self.checks);
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some(&label),
             layout: Some(&self.layout),
