@@ -16,14 +16,16 @@ pub const FUSED_UPDATE_STORAGE_BUFFERS: u32 = 11;
 /// residues). Whether it does, from measurements on an H100 (same run, A/B):
 /// - Small and Medium tiles: always. There the products are latency-bound and gain
 ///   (100 × 784 × 500 NN 4.0–4.3 → 4.6 TFLOP/s, the 784 × 500 CD-1 batch 86 → 83 µs).
-/// - Large and Wide tiles: only for the gradient's layout (Aᵀ, B untransposed), where each
-///   fetched vec4 is stored whole into the k-major slabs. Raina shapes, four runs each:
-///   4096 × 11008 took 16.07–16.15 s per million examples against 16.24–16.25, 2304 × 16000
-///   14.10–14.15 against 14.41–14.43. Other layouts scatter each vector into four slab rows
-///   and lost: 192 × 4096 × 11008 NN 32.2 → 29.5 TFLOP/s, 8192³ 32.3 → 30.8.
+/// - Large and Wide tiles: only for the fused gradient and update (Aᵀ, B untransposed, see
+///   [`GemmOp::fused_update`]), where each fetched vec4 is stored whole into the k-major slabs.
+///   Raina shapes, four runs each: 4096 × 11008 took 16.07–16.15 s per million examples
+///   against 16.24–16.25, 2304 × 16000 14.10–14.15 against 14.41–14.43. The same layout
+///   without the update lost (4096 × 192 × 11008 24.9 against 27.2 TFLOP/s, 2304 × 192 × 16000
+///   24.2 against 26.1), and layouts that scatter each vector into four slab rows lost too
+///   (192 × 4096 × 11008 NN 32.2 → 29.5, 8192³ 32.3 → 30.8).
 pub(super) fn vec4_operands(op: &GemmOp, tiling: Tiling) -> bool {
-    let whole_vector_stash = op.a_transposed && !op.b_transposed;
-    if !matches!(tiling, Tiling::Small | Tiling::Medium) && !whole_vector_stash {
+    let fused_gradient = op.update.is_some() && op.a_transposed && !op.b_transposed;
+    if !matches!(tiling, Tiling::Small | Tiling::Medium) && !fused_gradient {
         return false;
     }
     let aligned = |x: u64| x % 4 == 0;
