@@ -8,8 +8,9 @@
 //
 //   g' = g − (wp·w + mean_input[i]·d[j]);  v = m·v + lr·g';  w += v;  G ← g'
 //
-// with lr, m, wp from `state` (TrainState). The workgroup also writes one partial per tile,
-//   partials[4·tile .. 4·tile + 4] = (Σ g'·p, Σ g'², Σ p², max |v|)
+// with lr, m, wp from `state` (TrainState). The workgroup also writes one partial per task
+// (a tile, or half of one: see gemm.wgsl's `main`),
+//   partials[4·task .. 4·task + 4] = (Σ g'·p, Σ g'², Σ p², max |v|)
 // (p = previous[e], not read while state.has_previous == 0), which the schedule kernel finishes
 // exactly as update.wgsl's: each invocation sums its own elements in block order (rows, then
 // columns), then the workgroup combines the invocations by a fixed binary tree in a_tile's
@@ -17,11 +18,12 @@
 //
 // Fusing saves the update's own pass, which read G back after the product wrote it: on an H100,
 // 4096 × 11008 batches of 192 took 1.53 ms for the fused product against 1.26 + 0.47 for the
-// two (the epilogue's 1 GB of weights, velocity and previous gradient remain; every tile of a
-// wave reaches its epilogue at once, so that traffic overlaps little with arithmetic).
+// two. The epilogue's 1 GB of weights, velocity and previous gradient remain; gemm.wgsl's
+// staggered start (half tasks) keeps the two workgroups of an SM out of phase, so that this
+// traffic partly overlaps the other's arithmetic.
 // CPU reference: src/train/weights_update.rs::update_weights.
 //
-// Bindings beyond gemm.wgsl's: 6 (`samples`) holds the velocity, 8 (`partials`) the per-tile
+// Bindings beyond gemm.wgsl's: 6 (`samples`) holds the velocity, 8 (`partials`) the per-task
 // partials; 9 state (uniform), 10 weights (rw), 11 previous, 12 mean_input (nv),
 // 13 sparsity_derivative (nh). With gemm.wgsl's this is 11 storage buffers, over WebGPU's
 // default of 8: the host uses this variant only where the device offers them.
@@ -114,12 +116,14 @@ fn update_block(acc: Block, r0: u32, c0: u32, stats: vec4<f32>) -> vec4<f32> {
 }
 
 // Called by every invocation of the workgroup (it has barriers), after the k loop.
-fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, tile: u32) {
+// `task`: the workgroup's task (its partial's index); `whole`: false for a half task, whose
+// rows of c10 and c11 belong to the other half.
+fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, task: u32, whole: bool) {
     var s = update_block(c00, r0, c0, vec4<f32>(0.0));
     if (TN == 8u) {
         s = update_block(c01, r0, c0 + 4u * WG_X, s);
     }
-    if (TM == 8u) {
+    if (TM == 8u && whole) {
         s = update_block(c10, r0 + 4u * WG_Y, c0, s);
         if (TN == 8u) {
             s = update_block(c11, r0 + 4u * WG_Y, c0 + 4u * WG_X, s);
@@ -137,9 +141,9 @@ fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u3
     }
     if (tid == 0u) {
         let total = a_tile[0];
-        partials[4u * tile] = total.x;
-        partials[4u * tile + 1u] = total.y;
-        partials[4u * tile + 2u] = total.z;
-        partials[4u * tile + 3u] = total.w;
+        partials[4u * task] = total.x;
+        partials[4u * task + 1u] = total.y;
+        partials[4u * task + 2u] = total.z;
+        partials[4u * task + 3u] = total.w;
     }
 }

@@ -37,9 +37,12 @@ fn weight_update_53x29() {
 
 /// Past 4096 workgroups of 1024 weights the spans grow (here 1280 weights per workgroup).
 /// The update as the gradient product's epilogue: Medium tiles with edges (784 × 500), Small
-/// ones (53 × 29), Large ones with edges (2048 × 2100); lavapipe offers the storage buffers.
+/// ones (53 × 29), Large ones with edges (2048 × 2100, 272 tiles: it starts with half tasks);
+/// lavapipe offers the storage buffers.
 #[test]
 fn fused_gradient_update_matches_cpu() {
+    use deepbelief::gpu::gemm::{staggered_half_tasks, Tiling};
+    assert!(staggered_half_tasks(Tiling::Large, 2048, 2100) > 0, "the 2048 × 2100 case should cover the staggered start");
     let gpu = gpu();
     check(pollster::block_on(fused_gradient_update(&gpu, 784, 500, 100, 100, true, true)));
     check(pollster::block_on(fused_gradient_update(&gpu, 784, 500, 100, 100, false, true)));

@@ -14,7 +14,7 @@
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::eval::free_energy::free_energy;
-use deepbelief::gpu::gemm::{fused_update_partials, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
+use deepbelief::gpu::gemm::{fused_update_partials, staggered_half_tasks, GemmKernels, GemmOp, FUSED_UPDATE_STORAGE_BUFFERS};
 use deepbelief::gpu::reduce::{self, partial_count, record, Dispatch, ReduceKernels, Target};
 use deepbelief::gpu::schedule::{self, EpochFigures, ScheduleBuffers, ScheduleKernels, TrainState};
 use deepbelief::gpu::update::{update_partial_count, BIAS_STEPS_STORAGE_BUFFERS, HiddenBiasBuffers, UpdateKernels, VisibleBiasBuffers, WeightUpdateBuffers};
@@ -276,7 +276,8 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
     // The gradient's own rounding (f32 products against the f64 sums) carries into G' and V.
     let tolerances = UpdateTolerances { weights: 1e-6, velocity: 1e-5, gradient: 1e-5, rms: 1e-5, increment: 1e-5, cosine: 1e-4, rates: 1e-5 };
     let errors = check_one_update(&cfg, [&gw, &gv, &gg], &after, [w0, vel0, g], with_previous.then_some(&p[..]), &mean_input, &d, &tolerances)?;
-    Ok(format!("fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles) previous={with_previous}: {errors}", call.tiling))
+    let half_tasks = staggered_half_tasks(call.tiling, nv as u32, nh as u32);
+    Ok(format!("fused gradient + update {nv}x{nh} ({rows} rows, {chains} chains, {:?} tiles, {half_tasks} half tasks) previous={with_previous}: {errors}", call.tiling))
 }
 
 /// Both bias steps in one dispatch (`UpdateKernels::bias_steps`) against the visible (with the

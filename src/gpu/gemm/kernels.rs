@@ -2,7 +2,7 @@
 //! side of `shaders/gemm.wgsl` (see the parent module for the operation and its layouts).
 
 use super::variant::{check_fused_update, vec4_operands, FUSED_UPDATE_STORAGE_BUFFERS};
-use super::{auto_splits, Element, GemmOp, Tiling};
+use super::{auto_splits, staggered_half_tasks, Element, GemmOp, Tiling};
 use crate::gpu::buffers::{self, window, StepTable};
 use crate::gpu::shader::{self, Const, PipelineCache, SlotDispatch};
 use crate::gpu::{GpuContext, GpuError};
@@ -16,7 +16,7 @@ const SCALAR_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_scala
 const VEC4_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_vec4.wgsl");
 const UPDATE_SOURCE: &str = include_str!("../../../shaders/gemm_update.wgsl");
 /// What the variants without the fused update get in place of gemm_update.wgsl's entry.
-const NO_UPDATE: &str = "fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, tile: u32) {}\n";
+const NO_UPDATE: &str = "fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, task: u32, whole: bool) {}\n";
 
 const FLAG_ACCUMULATE: u32 = 1;
 const FLAG_BIAS: u32 = 2;
@@ -52,6 +52,8 @@ struct Params {
     k_chunk: u32,
     k_split: u32,
     alpha2: f32,
+    half_tasks: u32,
+    _pad: u32,
 }
 
 /// The GEMM pipelines of one device, compiled per variant on first use, and the placeholder
@@ -268,6 +270,7 @@ impl GemmKernels {
 
         let tiles_n = op.n.div_ceil(tiling.dims().bn);
         let tiles_total = tiling.tiles(op.m, op.n);
+        let half_tasks = if op.update.is_some() { staggered_half_tasks(tiling, op.m, op.n) } else { 0 };
         let bk = tiling.dims().bk;
         // The k axis the kernel walks: a pair's first operands padded to whole k steps.
         let walked_k = match op.pair {
@@ -339,6 +342,8 @@ impl GemmKernels {
             k_chunk,
             k_split: op.pair.map_or(op.k, |p| p.k_split.min(op.k)),
             alpha2: op.pair.map_or(0.0, |p| p.alpha),
+            half_tasks,
+            _pad: 0,
         };
         let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("gemm_params"),
@@ -391,7 +396,7 @@ impl GemmKernels {
             (self.pipeline(ctx, tiling, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
         });
         Ok(GemmCall {
-            call: SlotDispatch::new(pipeline, bind_group, if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits) }, slots),
+            call: SlotDispatch::new(pipeline, bind_group, if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits + half_tasks / 2) }, slots),
             finish,
             tiling,
             splits,

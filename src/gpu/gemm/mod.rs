@@ -239,9 +239,24 @@ pub struct Pair<'a> {
     pub alpha: f32,
 }
 
-/// Partials a fused update of an `m × n` gradient writes: one per output tile.
+/// Partials a fused update of an `m × n` gradient writes: one per task (an output tile, or
+/// half of one: see [`staggered_half_tasks`]).
 pub fn fused_update_partials(m: u32, n: u32) -> u32 {
-    Tiling::auto(m, n).tiles(m, n)
+    let tiling = Tiling::auto(m, n);
+    tiling.tiles(m, n) + staggered_half_tasks(tiling, m, n) / 2
+}
+
+/// Half-height tasks a fused update of an `m × n` gradient starts with, interleaved with whole
+/// tiles (gemm.wgsl's `main`): for 8-row-per-invocation tilings with at least a wave of tiles,
+/// enough to start half a wave ([`WAVE`]) of workgroups half a tile out of phase with the
+/// rest, taken from the first tile row. Else 0. (4096 × 11008 batches of 192 on an H100:
+/// 15.77 s per million examples against 15.97–15.98.)
+pub fn staggered_half_tasks(tiling: Tiling, m: u32, n: u32) -> u32 {
+    let d = tiling.dims();
+    if d.tm != 8 || m < d.bm || tiling.tiles(m, n) < WAVE {
+        return 0;
+    }
+    (WAVE / 2).min(2 * n.div_ceil(d.bn)) / 2 * 2
 }
 
 /// One matrix product: `C = alpha · op(A) · op(B) [+ C if accumulate] [+ bias] → activation`,
