@@ -242,7 +242,12 @@ pub struct Pair<'a> {
 /// Partials a fused update of an `m × n` gradient writes: one per task (an output tile, or
 /// half of one: see [`staggered_half_tasks`]).
 pub fn fused_update_partials(m: u32, n: u32) -> u32 {
-    let tiling = Tiling::auto(m, n);
+    fused_update_tasks(Tiling::auto(m, n), m, n)
+}
+
+/// Workgroups (tasks) of a fused update of an `m × n` gradient with `tiling`: one per tile,
+/// plus one for each tile split into two half tasks.
+pub(super) fn fused_update_tasks(tiling: Tiling, m: u32, n: u32) -> u32 {
     tiling.tiles(m, n) + staggered_half_tasks(tiling, m, n) / 2
 }
 

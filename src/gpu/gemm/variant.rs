@@ -53,7 +53,7 @@ pub(super) fn check_fused_update(op: &GemmOp, update: &WeightUpdateBuffers, tili
         return Err(GpuError("gemm: a fused update's product must be its gradient buffer, packed (ld = n) at offset 0".into()));
     }
     let weights = 4 * op.m as u64 * op.n as u64;
-    let sized = [("weights", update.weights.size(), weights), ("velocity", update.velocity.size(), weights), ("previous gradient", update.previous.size(), weights), ("gradient", op.c.buffer.size(), weights), ("mean input", update.mean_input.size(), 4 * op.m as u64), ("sparsity derivative", update.sparsity_derivative.size(), 4 * op.n as u64), ("partials", update.partials.size(), 16 * (tiling.tiles(op.m, op.n) + super::staggered_half_tasks(tiling, op.m, op.n) / 2) as u64)];
+    let sized = [("weights", update.weights.size(), weights), ("velocity", update.velocity.size(), weights), ("previous gradient", update.previous.size(), weights), ("gradient", op.c.buffer.size(), weights), ("mean input", update.mean_input.size(), 4 * op.m as u64), ("sparsity derivative", update.sparsity_derivative.size(), 4 * op.n as u64), ("partials", update.partials.size(), 16 * super::fused_update_tasks(tiling, op.m, op.n) as u64)];
     for (what, size, needed) in sized {
         if size < needed {
             return Err(GpuError(format!("gemm: the fused update's {what} buffer has {size} bytes, {needed} needed")));
