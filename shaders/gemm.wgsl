@@ -36,6 +36,9 @@
 //   UPDATE         the CD weight update as the epilogue (gemm_update.wgsl, appended with it)
 //   VEC            slab loads of whole vec4 (gemm_operands_vec4.wgsl prepended; else
 //                  gemm_operands_scalar.wgsl): aligned f32 operands only, see that file
+// Outputs (C, samples, partials) are read and written a quad of 4 columns at a time: one vec4
+// per access where they are aligned (gemm_outputs_vec4.wgsl prepended, else
+// gemm_outputs_scalar.wgsl; the host picks, see variant.rs::vec4_outputs).
 // Runtime options (flags): ACCUMULATE, BIAS, SIGMOID, SAMPLE, so one pipeline per layout
 // serves every epilogue.
 //
@@ -108,10 +111,9 @@ struct Slot {
 @group(0) @binding(1) var<uniform> slot: Slot;
 // Bindings 2 (a_data), 3 (b_data), 5 (bias) and 7 (order) are declared by the operand file
 // prepended to this one, and read only through its accessors (a_word, b_elem, bias_elem,
-// order_word, and a_vec, b_vec, a2_vec, b2_vec for whole vec4).
-@group(0) @binding(4) var<storage, read_write> c_data: array<f32>;
-@group(0) @binding(6) var<storage, read_write> samples: array<f32>;
-@group(0) @binding(8) var<storage, read_write> partials: array<f32>; // splits × m × n, packed
+// order_word, and a_vec, b_vec, a2_vec, b2_vec for whole vec4); bindings 4 (c_data),
+// 6 (samples) and 8 (partials: splits × m × n, packed) by the output file, likewise, a quad
+// of 4 columns at a time (load_c, store_c, store_samples, load_partial, store_partial).
 
 var<workgroup> a_tile: array<vec4<f32>, BK * A_STRIDE>;
 var<workgroup> b_tile: array<vec4<f32>, BK * B_STRIDE>;
@@ -397,13 +399,6 @@ fn sigmoid(x: vec4<f32>) -> vec4<f32> {
     return 1.0 / (1.0 + exp(clamp(-x, vec4<f32>(-87.0), vec4<f32>(88.0))));
 }
 
-fn c_get(at: u32, lane: u32, lanes: u32) -> f32 {
-    if (lane < lanes) {
-        return c_data[at + lane];
-    }
-    return 0.0;
-}
-
 fn bias_get(at: u32, lane: u32, lanes: u32) -> f32 {
     if (lane < lanes) {
         return bias_elem(at + lane);
@@ -424,7 +419,7 @@ fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
         v = acc * params.alpha; // PAIRED scaled its loads instead
     }
     if ((flags & FLAG_ACCUMULATE) != 0u) {
-        v = v + vec4<f32>(c_get(c_at, 0u, lanes), c_get(c_at, 1u, lanes), c_get(c_at, 2u, lanes), c_get(c_at, 3u, lanes));
+        v = v + load_c(c_at, lanes);
     }
     if ((flags & FLAG_BIAS) != 0u) {
         let b_at = params.bias_offset + c0;
@@ -433,16 +428,7 @@ fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
     if ((flags & FLAG_SIGMOID) != 0u) {
         v = sigmoid(v);
     }
-    c_data[c_at] = v.x;
-    if (lanes > 1u) {
-        c_data[c_at + 1u] = v.y;
-    }
-    if (lanes > 2u) {
-        c_data[c_at + 2u] = v.z;
-    }
-    if (lanes > 3u) {
-        c_data[c_at + 3u] = v.w;
-    }
+    store_c(c_at, lanes, v);
     if ((flags & FLAG_SAMPLE) != 0u) {
         // Stream indices e .. e + 3, e = index_base + r·n + c0: lanes (e & 3) .. 3 of block
         // e >> 2 and, when e is not a multiple of 4, the first lanes of the next block.
@@ -470,16 +456,7 @@ fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
         let u = vec4<f32>(bits >> vec4<u32>(8u)) * (1.0 / 16777216.0);
         let sample = select(vec4<f32>(0.0), vec4<f32>(1.0), u < v);
         let s_at = params.sample_offset + r * params.lds + c0;
-        samples[s_at] = sample.x;
-        if (lanes > 1u) {
-            samples[s_at + 1u] = sample.y;
-        }
-        if (lanes > 2u) {
-            samples[s_at + 2u] = sample.z;
-        }
-        if (lanes > 3u) {
-            samples[s_at + 3u] = sample.w;
-        }
+        store_samples(s_at, lanes, sample);
     }
 }
 
@@ -491,7 +468,7 @@ fn finish_block(acc: Block, r0: u32, c0: u32, step: vec2<u32>) {
 }
 
 // A split-k workgroup's raw sums for C[r0 .. r0 + 4, c0 .. c0 + 4] into its slice of partials.
-fn store_partial(acc: Block, split: u32, r0: u32, c0: u32) {
+fn store_partial_block(acc: Block, split: u32, r0: u32, c0: u32) {
     let mn = params.m * params.n;
     let lanes = min(4u, params.n - min(c0, params.n));
     for (var i = 0u; i < 4u; i = i + 1u) {
@@ -506,17 +483,7 @@ fn store_partial(acc: Block, split: u32, r0: u32, c0: u32) {
             case 3u: { v = acc.r3; }
             default: {}
         }
-        let at = split * mn + r * params.n + c0;
-        partials[at] = v.x;
-        if (lanes > 1u) {
-            partials[at + 1u] = v.y;
-        }
-        if (lanes > 2u) {
-            partials[at + 2u] = v.z;
-        }
-        if (lanes > 3u) {
-            partials[at + 3u] = v.w;
-        }
+        store_partial(split * mn + r * params.n + c0, lanes, v);
     }
 }
 
@@ -647,14 +614,14 @@ fn main(
         return;
     }
     if (params.splits > 1u) {
-        store_partial(c00, split, r0, c0);
+        store_partial_block(c00, split, r0, c0);
         if (TN == 8u) {
-            store_partial(c01, split, r0, c0 + 4u * WG_X);
+            store_partial_block(c01, split, r0, c0 + 4u * WG_X);
         }
         if (TM == 8u) {
-            store_partial(c10, split, r0 + 4u * WG_Y, c0);
+            store_partial_block(c10, split, r0 + 4u * WG_Y, c0);
             if (TN == 8u) {
-                store_partial(c11, split, r0 + 4u * WG_Y, c0 + 4u * WG_X);
+                store_partial_block(c11, split, r0 + 4u * WG_Y, c0 + 4u * WG_X);
             }
         }
         return;
@@ -670,13 +637,6 @@ fn main(
             finish_block(c11, r0 + 4u * WG_Y, c0 + 4u * WG_X, step);
         }
     }
-}
-
-fn partial_get(at: u32, lane: u32, lanes: u32) -> f32 {
-    if (lane < lanes) {
-        return partials[at + lane];
-    }
-    return 0.0;
 }
 
 // Split-k's second pass: invocation t sums the splits' partials of C[r, c0 .. c0 + 4] in split
@@ -699,7 +659,7 @@ fn finish(
     var acc = vec4<f32>(0.0);
     for (var split = 0u; split < params.splits; split = split + 1u) {
         let at = split * mn + r * params.n + c0;
-        acc = acc + vec4<f32>(partial_get(at, 0u, lanes), partial_get(at, 1u, lanes), partial_get(at, 2u, lanes), partial_get(at, 3u, lanes));
+        acc = acc + load_partial(at, lanes);
     }
     finish_row(acc, r, c0, add_u64(params.step, slot.step));
 }

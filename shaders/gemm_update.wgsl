@@ -26,27 +26,14 @@
 // Bindings beyond gemm.wgsl's: 6 (`samples`) holds the velocity, 8 (`partials`) the per-task
 // partials; 9 state (uniform), 10 weights (rw), 11 previous, 12 mean_input (nv),
 // 13 sparsity_derivative (nh). With gemm.wgsl's this is 11 storage buffers, over WebGPU's
-// default of 8: the host uses this variant only where the device offers them.
+// default of 8: the host uses this variant only where the device offers them. The weights,
+// velocity, previous gradient and G' are read and written a quad (4 columns of one row) at a
+// time through the output file's accessors (load_weights, store_update, ...): one vec4 per
+// access where the variant has vec4 operands (gemm_outputs_vec4.wgsl).
 
 @group(0) @binding(9) var<uniform> state: TrainState;
-@group(0) @binding(10) var<storage, read_write> weights: array<f32>;
-@group(0) @binding(11) var<storage, read> previous: array<f32>;
 @group(0) @binding(12) var<storage, read> mean_input: array<f32>;
 @group(0) @binding(13) var<storage, read> sparsity_in: array<f32>;
-
-// Four consecutive elements from e on, of which `lanes` are inside the row: the others repeat
-// the last one inside (never read past the row; their results are masked out).
-fn load_weights(e: u32, lanes: u32) -> vec4<f32> {
-    return vec4<f32>(weights[e], weights[e + min(1u, lanes - 1u)], weights[e + min(2u, lanes - 1u)], weights[e + min(3u, lanes - 1u)]);
-}
-
-fn load_velocity(e: u32, lanes: u32) -> vec4<f32> {
-    return vec4<f32>(samples[e], samples[e + min(1u, lanes - 1u)], samples[e + min(2u, lanes - 1u)], samples[e + min(3u, lanes - 1u)]);
-}
-
-fn load_previous(e: u32, lanes: u32) -> vec4<f32> {
-    return vec4<f32>(previous[e], previous[e + min(1u, lanes - 1u)], previous[e + min(2u, lanes - 1u)], previous[e + min(3u, lanes - 1u)]);
-}
 
 // One row's 4 elements: new velocity and weights, stored with G' for the lanes inside; returns
 // the updated stats.
@@ -57,16 +44,9 @@ fn update_row(sums: vec4<f32>, r: u32, c0: u32, lanes: u32, w: vec4<f32>, vel: v
     let g = sums - (state.weight_penalty * w + mean_input[r] * d);
     let v = state.momentum * vel + state.learning_rate * g;
     let w_new = w + v;
-    let e = r * params.ldc + c0;
+    store_update(r * params.ldc + c0, lanes, g, v, w_new);
     let inside = vec4<bool>(true, lanes > 1u, lanes > 2u, lanes > 3u);
     let zero = vec4<f32>(0.0);
-    for (var lane = 0u; lane < 4u; lane = lane + 1u) {
-        if (lane < lanes) {
-            c_data[e + lane] = g[lane];
-            samples[e + lane] = v[lane];
-            weights[e + lane] = w_new[lane];
-        }
-    }
     let gm = select(zero, g, inside);
     let pm = select(zero, prev, inside);
     return vec4<f32>(stats.x + dot(gm, pm), stats.y + dot(gm, gm), stats.z + dot(pm, pm), max(stats.w, max(max(abs(v.x), select(0.0, abs(v.y), lanes > 1u)), max(select(0.0, abs(v.z), lanes > 2u), select(0.0, abs(v.w), lanes > 3u)))));
@@ -141,9 +121,6 @@ fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u3
     }
     if (tid == 0u) {
         let total = a_tile[0];
-        partials[4u * task] = total.x;
-        partials[4u * task + 1u] = total.y;
-        partials[4u * task + 2u] = total.z;
-        partials[4u * task + 3u] = total.w;
+        store_partial(4u * task, 4u, total);
     }
 }

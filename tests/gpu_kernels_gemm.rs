@@ -157,7 +157,9 @@ fn paired_product_and_split_k_match_reference() {
         // vec4 loads need m and n (the contiguous axes of Aᵀ and B) to be multiples of 4, and
         // are used with Small and Medium tiles (Large and Wide only with a fused update).
         let vec4 = m % 4 == 0 && n % 4 == 0 && matches!(tiling, Tiling::Small | Tiling::Medium);
-        assert_eq!(kernels.prepare(&ctx, &op).expect("a valid paired product").vec4, vec4, "{m}×{n} {tiling:?}: vec4 loads");
+        let call = kernels.prepare(&ctx, &op).expect("a valid paired product");
+        assert_eq!(call.vec4, vec4, "{m}×{n} {tiling:?}: vec4 loads");
+        assert_eq!(call.vec4_outputs, n % 4 == 0 && tiling != Tiling::Large, "{m}×{n} {tiling:?}: vec4 outputs (and split k's partials)");
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         kernels.record(&ctx, &mut encoder, &op).expect("a valid paired product");
         ctx.queue.submit([encoder.finish()]);

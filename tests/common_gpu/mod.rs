@@ -154,6 +154,7 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
     let mut lines = Vec::new();
     let mut worst = Errors::default();
     let mut worst_sigmoid = 0.0f64;
+    let mut output_kinds = [false; 2]; // scalar, vec4
     for &(rows, nv, nh) in shapes {
         let (r, v_, h_) = (rows as u32, nv as u32, nh as u32);
         let seed = (rows * 1_000_003 + nv * 1009 + nh) as u32;
@@ -196,6 +197,11 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
                 for op in ops {
                     let mut op = op.tiling(tiling);
                     op.split_k = split;
+                    // Packed outputs from offset 0: whole-vec4 outputs exactly when n is a
+                    // multiple of 4, except with Large tiles (both kinds must agree with the CPU).
+                    let vec4_outputs = gpu(kernels.prepare(ctx, &op))?.vec4_outputs;
+                    ensure!(vec4_outputs == (op.n % 4 == 0 && tiling != Tiling::Large), "{rows}x{nv}x{nh} {tiling:?}: vec4 outputs {vec4_outputs} for n = {}", op.n);
+                    output_kinds[vec4_outputs as usize] = true;
                     gpu(kernels.record(ctx, encoder, &op))?;
                 }
                 Ok(())
@@ -217,6 +223,8 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
         }
         lines.push(format!("{rows}x{nv}x{nh}"));
     }
+    let mixed = shapes.iter().any(|s| s.1 % 4 == 0 && s.2 % 4 == 0) && shapes.iter().any(|s| s.1 % 4 != 0 || s.2 % 4 != 0);
+    ensure!(!mixed || output_kinds == [true, true], "these shapes should take both scalar and vec4 outputs, took {output_kinds:?}");
     Ok(format!(
         "gemm NN/NT/TN(+accumulate) with bias, tilings {tilings:?} x splits {splits:?}, shapes {}: max relative error {:.2e} (max abs {:.2e}), sigmoid max abs {:.2e}",
         lines.join(" "),

@@ -250,9 +250,10 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
         .paired(&vk_buf, &hk_buf, rows as u32, -1.0 / chains as f32)
         .fused_update(WeightUpdateBuffers { weights: &weights, velocity: &velocity, gradient: &gradient, previous: &previous, mean_input: &mean_buffer, sparsity_derivative: &d_buffer, state: &state, partials: &partials });
     let call = gpu.gemm.prepare(&gpu.ctx, &op).map_err(|e| e.to_string())?;
-    // Aligned fused gradients read whole vec4 with every tiling (2048 × 2100 takes Large tiles).
-    if call.vec4 != (nv % 4 == 0 && nh % 4 == 0) {
-        return Err(format!("fused gradient {nv}x{nh} ({:?} tiles): vec4 loads {}, expected {}", call.tiling, call.vec4, !call.vec4));
+    // Aligned fused gradients read whole vec4 with every tiling (2048 × 2100 takes Large tiles),
+    // and read and write the weights, velocity and gradients a vec4 at a time.
+    if call.vec4 != (nv % 4 == 0 && nh % 4 == 0) || call.vec4_outputs != call.vec4 {
+        return Err(format!("fused gradient {nv}x{nh} ({:?} tiles): vec4 loads {}, vec4 outputs {}, expected {}", call.tiling, call.vec4, call.vec4_outputs, !call.vec4));
     }
     let end = gpu.schedule.step(device, &ScheduleBuffers { state: &state, update_partials: &partials, n_update_partials: n_partials, error_partials: None, n_weights: n, batch_log: &log, log_capacity: 4 });
     let mut encoder = device.create_command_encoder(&Default::default());

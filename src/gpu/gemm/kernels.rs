@@ -1,7 +1,7 @@
 //! Compiling the GEMM variants and preparing, recording and dispatching products: the host
 //! side of `shaders/gemm.wgsl` (see the parent module for the operation and its layouts).
 
-use super::variant::{check_fused_update, vec4_operands, FUSED_UPDATE_STORAGE_BUFFERS};
+use super::variant::{check_fused_update, vec4_operands, vec4_outputs, FUSED_UPDATE_STORAGE_BUFFERS};
 use super::{auto_splits, staggered_half_tasks, Element, GemmOp, Tiling};
 use crate::gpu::buffers::{self, window, StepTable};
 use crate::gpu::shader::{self, Const, PipelineCache, SlotDispatch};
@@ -15,6 +15,8 @@ const SOURCE: &str = include_str!("../../../shaders/gemm.wgsl");
 const SCALAR_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_scalar.wgsl");
 const VEC4_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_vec4.wgsl");
 const UPDATE_SOURCE: &str = include_str!("../../../shaders/gemm_update.wgsl");
+const SCALAR_OUTPUTS: &str = include_str!("../../../shaders/gemm_outputs_scalar.wgsl");
+const VEC4_OUTPUTS: &str = include_str!("../../../shaders/gemm_outputs_vec4.wgsl");
 /// What the variants without the fused update get in place of gemm_update.wgsl's entry.
 const NO_UPDATE: &str = "fn finish_update(c00: Block, c01: Block, c10: Block, c11: Block, r0: u32, c0: u32, tid: u32, task: u32, whole: bool) {}\n";
 
@@ -81,6 +83,8 @@ pub struct GemmCall {
     pub splits: u32,
     /// Whether the operands are read a vec4 at a time (see `vec4_operands`).
     pub vec4: bool,
+    /// Whether the outputs are read and written a vec4 at a time (see `vec4_outputs`).
+    pub vec4_outputs: bool,
 }
 
 impl GemmCall {
@@ -155,7 +159,8 @@ impl GemmKernels {
         let paired = op.pair.is_some();
         let update = op.update.is_some();
         let vec = vec4_operands(op, tiling);
-        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8, update as u8, vec as u8);
+        let vec_out = vec4_outputs(op, tiling);
+        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}-vo{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8, update as u8, vec as u8, vec_out as u8);
         let d = tiling.dims();
         // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
         // slab is filled along k, so that the invocations storing one row's k values hit
@@ -169,7 +174,8 @@ impl GemmKernels {
         };
         pipelines.get(&ctx.device, &key, entry_point, || {
             let operands = if vec { VEC4_OPERANDS } else { SCALAR_OPERANDS };
-            let source = if update { format!("{}\n{operands}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{operands}\n{SOURCE}\n{NO_UPDATE}") };
+            let outputs = if vec_out { VEC4_OUTPUTS } else { SCALAR_OUTPUTS };
+            let source = if update { format!("{}\n{operands}\n{outputs}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{operands}\n{outputs}\n{SOURCE}\n{NO_UPDATE}") };
             shader::assemble(
                 &source,
                 &[
@@ -401,6 +407,7 @@ impl GemmKernels {
             tiling,
             splits,
             vec4: vec4_operands(op, tiling),
+            vec4_outputs: vec4_outputs(op, tiling),
         })
     }
 

@@ -1,5 +1,5 @@
 //! Which variant of gemm.wgsl a [`GemmOp`] needs, beyond its layouts: whether it may read its
-//! operands a vec4 at a time, and whether a fused weight update is well formed.
+//! operands and its outputs a vec4 at a time, and whether a fused weight update is well formed.
 
 use super::{Element, GemmOp, Tiling};
 use crate::backend::Activation;
@@ -38,6 +38,31 @@ pub(super) fn vec4_operands(op: &GemmOp, tiling: Tiling) -> bool {
     let pair_ok = op.pair.is_none_or(|p| aligned(p.a.offset) && aligned(p.b.offset) && aligned(p.a.ld as u64) && aligned(p.b.ld as u64));
     let bias_ok = op.bias.is_none_or(|b| aligned(b.offset) && aligned(op.n as u64));
     op.a_element == Element::F32 && op.a_gather.is_none() && a_run_ok && b_run_ok && pair_ok && bias_ok && aligned(op.a.offset) && aligned(op.b.offset) && aligned(op.a.ld as u64) && aligned(op.b.ld as u64)
+}
+
+/// Whether `op` reads and writes its outputs (C, the samples, split k's partials, and the fused
+/// update's weights, velocity and previous gradient) a vec4 at a time
+/// (`shaders/gemm_outputs_vec4.wgsl`): where every quad of 4 columns the epilogue touches is one
+/// aligned vec4, that is n, and C's and the samples' offsets and row strides, are multiples of 4
+/// (windows then start and end on 16-byte boundaries too). The fused update's outputs are packed
+/// from offset 0, so it takes them with its vec4 operands. Other products with Large tiles keep
+/// scalar outputs. Measured on an H100, A/B twice:
+/// - the 4096 × 11008 fused gradient and update: 1.17 ms against 1.44 with scalar accesses
+///   (and 1.11 with no epilogue traffic at all); Raina 4096 × 11008 14.47 s per million
+///   examples against 15.86;
+/// - the 784 × 500 CD-1 epoch (Small and Medium tiles, split k): 0.040 s against 0.044;
+/// - plain products with Large tiles lost: 8192³ 32.3 → 23.5 TFLOP/s, 4096 × 192 × 11008 Aᵀ·B
+///   27.5 → 22.0.
+pub(super) fn vec4_outputs(op: &GemmOp, tiling: Tiling) -> bool {
+    if op.update.is_some() {
+        return vec4_operands(op, tiling);
+    }
+    if tiling == Tiling::Large {
+        return false;
+    }
+    let aligned = |x: u64| x % 4 == 0;
+    let samples_ok = op.sample.is_none_or(|s| aligned(s.out.offset) && aligned(s.out.ld as u64));
+    aligned(op.n as u64) && aligned(op.c.offset) && aligned(op.c.ld as u64) && samples_ok
 }
 
 /// What a fused-update product must be: the gradient of an `m × n` layer, packed, with no other
