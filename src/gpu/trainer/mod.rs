@@ -36,13 +36,14 @@
 //!
 //! Measured (release build, `deepbelief bench --backend gpu --json`, NVIDIA H100 80GB HBM3 through
 //! Vulkan, 2026-11-22): 784 × 500 CD-1, batches of 100, 60,000 cases (the 10k MNIST file tiled
-//! 6×): 0.048 s per epoch, 78 µs per batch in 6 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
-//! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.20–0.30 s, launch-bound). Raina et
-//! al. (2009) Table 2 shapes, batches of 192: 576×1024 0.67 s per million examples, 1024×4096
-//! 2.5, 2304×16000 14.5, 4096×11008 16.5 (was 23.6; PyTorch: 16.3). The gains, largest first:
+//! 6×): 0.040 s per epoch, 64 µs per batch in 6 entries (was 0.077 s, 119 µs in 11; PyTorch 2.11
+//! fp32, TF32 off, the same loop in `bench/torch_rbm.py`: 0.20–0.31 s, launch-bound). Raina et
+//! al. (2009) Table 2 shapes, batches of 192: 576×1024 0.54 s per million examples, 1024×4096
+//! 2.2, 2304×16000 12.6, 4096×11008 14.4 (was 23.6; PyTorch: 16.3). The gains, largest first:
 //! [`shader::Checks`] (wgpu's loop counters and index clamps left out of the kernels' code),
-//! the weight update fused into the gradient product, one dispatch for both bias steps, vec4
-//! loads and 256-workgroup split k for small products, and a short first submission.
+//! the weight update fused into the gradient product, whole-vec4 epilogue loads and stores
+//! (docs/GPU_TUNING.md), one dispatch for both bias steps, vec4 loads and 256-workgroup split k
+//! for small products, and a short first submission.
 //! Parity on lavapipe (tests/gpu_trainer.rs): max |Δw| ≈ 3e-7 of max |w| after 2 epochs.
 //!
 //! Also as on the CPU: persistent CD (the chains live in a device buffer that the last chain
