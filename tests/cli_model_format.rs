@@ -159,3 +159,68 @@ fn commands_report_damaged_model_files_by_name() {
     let stderr = run_fails(&["export", "--model", dir.to_str().unwrap(), "--npz", dir.join("x.npz").to_str().unwrap()]);
     assert!(stderr.contains(dir.join("model.json").to_str().unwrap()) && stderr.contains("cannot read"), "{stderr}");
 }
+
+#[test]
+fn the_checked_writer_refuses_non_finite_numbers_naming_the_field() {
+    let model = two_layer_model();
+    assert_eq!(deepbelief::model::format::to_json_checked(&model).unwrap(), to_json(&model));
+
+    let mut nan_weight = two_layer_model();
+    nan_weight.dbn.layers[1].weights[4] = f32::NAN;
+    let message = deepbelief::model::format::to_json_checked(&nan_weight).unwrap_err();
+    assert!(message.contains("field `layers[1].weights[4]` is NaN, expected a finite number"), "{message}");
+
+    let mut infinite_mean = two_layer_model();
+    infinite_mean.visible_means = Some(vec![0.25, f32::INFINITY, 0.0, 1.0]);
+    let message = deepbelief::model::format::to_json_checked(&infinite_mean).unwrap_err();
+    assert!(message.contains("field `visible_means[1]` is inf"), "{message}");
+    // Written unchecked, the file would not load: that is what the check prevents.
+    assert!(load_error(&to_json(&infinite_mean)).contains("visible_means[1]"));
+}
+
+#[test]
+fn an_image_shape_whose_product_wraps_is_refused() {
+    let mut model = two_layer_model();
+    model.image_shape = Some((1, 4));
+    // (2^63 + 2) × 2 = 4 modulo 2^64, the number of visible units.
+    let json = to_json(&model).replace("\"image_shape\": [1,4]", "\"image_shape\": [9223372036854775810,2]");
+    assert!(json.contains("9223372036854775810"), "{json}");
+    let message = load_error(&json);
+    assert!(message.contains("field `image_shape` is 9223372036854775810×2, which does not match the 4 visible units"), "{message}");
+}
+
+#[test]
+fn layer_sizes_whose_product_wraps_are_refused() {
+    // n_visible (2^63 + 1) × n_hidden 2 = 2 modulo 2^64, the length of the weights given.
+    let json = r#"{"format":"deepbelief-rbm","version":1,"image_shape":null,
+        "rbm":{"n_visible":9223372036854775809,"n_hidden":2,
+               "weights":[0.5,-0.5],"visible_bias":[0.1],"hidden_bias":[0,0]}}"#;
+    let message = load_error(json);
+    assert!(message.contains("`rbm` has 9223372036854775809 visible and 2 hidden units, too many to hold"), "{message}");
+}
+
+#[test]
+fn supervised_layer_sizes_whose_product_wraps_are_refused() {
+    let value = serde_json::json!({"n_in": 3, "n_out": 6148914691236517206u64, "weights": [0.0, 0.0], "bias": []});
+    // 3 × 6148914691236517206 = 2 modulo 2^64.
+    let section = serde_json::json!({
+        "output": "soft_max", "layers": [value], "config": deepbelief::supervised::SupervisedConfig::default(),
+        "fine_tuned": false, "target_source": "labels", "target_names": ["0", "1"], "train_criterion": 0.5, "train_error": null,
+    });
+    let message = deepbelief::model::supervised_format::from_value(section, 3).unwrap_err();
+    assert!(message.contains("field `supervised.layers[0]` has 3 inputs and 6148914691236517206 outputs, too many to hold"), "{message}");
+}
+
+#[test]
+fn sampling_a_model_with_a_wrapping_image_shape_fails_with_the_field_not_a_panic() {
+    let dir = temp_dir("wrapping-shape");
+    let mut model = two_layer_model();
+    model.image_shape = Some((1, 4));
+    let json = to_json(&model).replace("\"image_shape\": [1,4]", "\"image_shape\": [9223372036854775810,2]");
+    let path = dir.join("model.json");
+    std::fs::write(&path, json).unwrap();
+    let out = dir.join("samples.png");
+    let stderr = run_fails(&["sample", "--model", path.to_str().unwrap(), "--count", "4", "--steps", "2", "--out", out.to_str().unwrap()]);
+    assert!(stderr.contains("model.json: field `image_shape` is 9223372036854775810×2"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -292,3 +292,25 @@ fn classes_are_the_largest_target_of_each_case() {
         dataset_from_database(&db, &["x"], &["c0", "c1", "c2"], Scaling::Rescale).unwrap();
     assert_eq!(dataset.targets.unwrap().classes(), [1, 0, 2, 1]);
 }
+
+#[test]
+fn statistics_of_columns_whose_sum_overflows_are_finite() {
+    // The sum of a's values passes f64::MAX; their mean (0.5e308) and range do not fit a
+    // naive formula either, but each statistic is an ordinary number.
+    let db = parse("a b\n1.5e308 0\n1.5e308 1\n-1.5e308 2\n");
+    let (_, split) = dataset_from_database(&db, &["a", "b"], &[], Scaling::BinarySplit).unwrap();
+    assert!((split.mean[0] / 0.5e308 - 1.0).abs() < 1e-12, "{:?}", split.mean);
+    assert_eq!(split.mean[1], 1.0);
+    assert_eq!((split.min[0], split.max[0]), (-1.5e308, 1.5e308));
+
+    let (rescaled, _) = dataset_from_database(&db, &["a", "b"], &[], Scaling::Rescale).unwrap();
+    assert_eq!(floats(&rescaled), [1.0, 0.0, 1.0, 0.5, 0.0, 1.0]);
+}
+
+#[test]
+fn targets_beyond_single_precision_are_refused_naming_the_variable_and_case() {
+    let db = parse("a t\n1 0\n2 1e39\n");
+    let error = dataset_from_database(&db, &["a"], &["t"], Scaling::Rescale).unwrap_err();
+    let message = error.to_string();
+    assert!(message.starts_with("prices.csv: target variable t: case 2 holds 1e39"), "{message}");
+}

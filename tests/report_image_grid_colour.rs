@@ -38,3 +38,20 @@ fn grey_mode_puts_zero_at_mid_grey_scaled_per_tile() {
         assert_eq!(rgba_at(&image.data, image.width, *pixel), [want, want, want, 255], "pixel {pixel:?}");
     }
 }
+
+#[test]
+fn shapes_that_do_not_fit_the_values_draw_only_whole_tiles_and_never_panic() {
+    use deepbelief::report::image_grid::tile_grey;
+    // Rows × columns, (2^63 + 1) × 2, wraps around to 2 in 64 bits; no such tile fits.
+    let wrapping = (usize::MAX / 2 + 2, 2);
+    let nothing = tile_grey(&TILES, 1, wrapping, 1, Scaling::Unit);
+    assert_eq!((nothing.width, nothing.height), (2, 1));
+    assert!(nothing.pixels.iter().all(|&p| p == 0));
+    // Huge in one direction, empty in the other.
+    let empty = tile(&TILES, 3, (0, usize::MAX), 3, Scaling::Unit);
+    assert_eq!((empty.width, empty.height), (2, 1));
+    // Asked for three 1×2 tiles but given values for two: two are drawn.
+    let two = tile_grey(&TILES, 3, (1, 2), 3, Scaling::Unit);
+    assert_eq!((two.width, two.height), (7, 3));
+    assert_eq!(two.pixels[7 + 4], 255, "tile 1's first pixel is 2.0, clamped to white");
+}

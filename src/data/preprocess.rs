@@ -59,12 +59,22 @@ impl Preprocessing {
             dropped_names: Vec::new(),
         };
         for &column in input_columns {
-            let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+            let (mut min, mut max, mut mean) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
             for case in 0..db.n_cases {
                 let x = db.value(case, column);
                 min = min.min(x);
                 max = max.max(x);
-                sum += x;
+                // A running mean stays within [min, max], where a sum of values near
+                // f64::MAX overflows to infinity (saved as `null`, a model nothing loads).
+                // Both terms are divided before subtracting so that neither can overflow.
+                let count = (case + 1) as f64;
+                mean += x / count - mean / count;
+            }
+            if let Some((statistic, value)) = [("minimum", min), ("maximum", max), ("mean", mean)].into_iter().find(|(_, v)| !v.is_finite()) {
+                return Err(fail(format!(
+                    "variable {}: its {statistic} over the training cases is {value} (expected a finite number)",
+                    db.names[column]
+                )));
             }
             if max == min {
                 fitted.dropped_names.push(db.names[column].clone());
@@ -74,7 +84,7 @@ impl Preprocessing {
             fitted.kept_names.push(db.names[column].clone());
             fitted.min.push(min);
             fitted.max.push(max);
-            fitted.mean.push(sum / db.n_cases as f64);
+            fitted.mean.push(mean);
         }
         if fitted.kept.is_empty() {
             return Err(fail(format!(
@@ -128,6 +138,21 @@ impl Preprocessing {
                 values.push(self.scale(k, db.value(case, column)));
             }
         }
+        // Targets are kept as f32, where values beyond ±3.4e38 would become infinite.
+        for &column in target_columns {
+            if let Some(case) = (0..db.n_cases).find(|&case| !(db.value(case, column) as f32).is_finite()) {
+                return Err(DataError::new(
+                    &db.source_name,
+                    DataErrorKind::Preprocess(format!(
+                        "target variable {}: case {} holds {:e}, beyond the largest target this program keeps (expected at most {:e} in size)",
+                        db.names[column],
+                        case + 1,
+                        db.value(case, column),
+                        f32::MAX
+                    )),
+                ));
+            }
+        }
         let targets = (!target_columns.is_empty()).then(|| Targets {
             names: target_columns
                 .iter()
@@ -159,7 +184,15 @@ impl Preprocessing {
             // Values of a test set outside the training range are clamped, so
             // the RBM never sees inputs beyond [0, 1].
             Scaling::Rescale => {
-                ((x - self.min[k]) / (self.max[k] - self.min[k])).clamp(0.0, 1.0) as f32
+                let (min, max) = (self.min[k], self.max[k]);
+                let unit = if (max - min).is_finite() {
+                    (x - min) / (max - min)
+                } else {
+                    // The range of values near ±f64::MAX overflows; halving is exact, so
+                    // this is the same ratio without the overflow.
+                    (x / 2.0 - min / 2.0) / (max / 2.0 - min / 2.0)
+                };
+                unit.clamp(0.0, 1.0) as f32
             }
             Scaling::BinarySplit => {
                 if x > self.mean[k] {

@@ -89,25 +89,28 @@ pub fn stop_reason_name(reason: StopReason) -> String {
 }
 
 impl Standardisation {
-    /// Mean and population standard deviation of each input over all cases.
+    /// Mean and population standard deviation of each input over all cases, by Welford's
+    /// running update in f64: the sum-of-squares formula `E[x²] − E[x]²` cancels badly
+    /// when the mean is large next to the spread.
     pub fn fit(data: &Dataset) -> Standardisation {
         let n = data.n_inputs;
-        let (mut sum, mut sum_sq) = (vec![0.0f64; n], vec![0.0f64; n]);
+        let (mut mean, mut squares) = (vec![0.0f64; n], vec![0.0f64; n]);
         let mut case = vec![0.0f32; n];
         for k in 0..data.n_cases {
             data.case_into(k, &mut case);
-            for ((s, q), &x) in sum.iter_mut().zip(&mut sum_sq).zip(&case) {
-                *s += x as f64;
-                *q += (x as f64) * (x as f64);
+            let count = (k + 1) as f64;
+            for ((m, q), &x) in mean.iter_mut().zip(&mut squares).zip(&case) {
+                let x = f64::from(x);
+                let before = x - *m;
+                *m += before / count;
+                *q += before * (x - *m);
             }
         }
         let cases = data.n_cases.max(1) as f64;
-        let mean: Vec<f64> = sum.iter().map(|s| s / cases).collect();
-        let sd = sum_sq
+        let sd = squares
             .iter()
-            .zip(&mean)
-            .map(|(q, m)| {
-                let variance = (q / cases - m * m).max(0.0);
+            .map(|q| {
+                let variance = (q / cases).max(0.0);
                 // Rounding leaves a constant input a tiny variance; treat it as constant.
                 if variance < 1e-12 {
                     0.0
@@ -210,6 +213,58 @@ pub fn to_json(model: &SavedDbn) -> String {
     }
     let body: Vec<String> = fields.iter().map(|(name, value)| format!("  \"{name}\": {value}")).collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
+}
+
+/// As [`to_json`], but refuses a model holding a NaN or infinite number (JSON writes them as
+/// `null`, which no loader accepts) or parts that disagree, naming the field: what is written
+/// to a model file must load again.
+pub fn to_json_checked(model: &SavedDbn) -> Result<String, String> {
+    check_finite(model)?;
+    check_consistency(model)?;
+    Ok(to_json(model))
+}
+
+/// The first NaN or infinite number of the model, by field.
+fn check_finite(model: &SavedDbn) -> Result<(), String> {
+    fn all_finite<T: Copy + Into<f64>>(path: &str, values: &[T]) -> Result<(), String> {
+        match values.iter().map(|&v| v.into()).enumerate().find(|(_, v): &(usize, f64)| !v.is_finite()) {
+            Some((i, v)) => Err(format!("field `{path}[{i}]` is {v}, expected a finite number (a model file cannot hold it)")),
+            None => Ok(()),
+        }
+    }
+    let one = |path: &str, v: f64| if v.is_finite() { Ok(()) } else { Err(format!("field `{path}` is {v}, expected a finite number (a model file cannot hold it)")) };
+    if let Some(means) = &model.visible_means {
+        all_finite("visible_means", means)?;
+    }
+    if let Some(s) = &model.standardisation {
+        all_finite("standardisation.mean", &s.mean)?;
+        all_finite("standardisation.sd", &s.sd)?;
+    }
+    if let Some(p) = &model.preprocessing {
+        all_finite("preprocessing.min", &p.min)?;
+        all_finite("preprocessing.max", &p.max)?;
+        all_finite("preprocessing.mean", &p.mean)?;
+    }
+    for (i, layer) in model.dbn.layers.iter().enumerate() {
+        all_finite(&format!("layers[{i}].weights"), &layer.weights)?;
+        all_finite(&format!("layers[{i}].visible_bias"), &layer.visible_bias)?;
+        all_finite(&format!("layers[{i}].hidden_bias"), &layer.hidden_bias)?;
+    }
+    for (i, record) in model.training.iter().enumerate() {
+        one(&format!("training[{i}].init_error"), record.init_error)?;
+        one(&format!("training[{i}].final_error"), record.final_error)?;
+    }
+    if let Some(supervised) = &model.supervised {
+        for (i, layer) in supervised.network.layers.iter().enumerate() {
+            all_finite(&format!("supervised.layers[{i}].weights"), &layer.weights)?;
+            all_finite(&format!("supervised.layers[{i}].bias"), &layer.bias)?;
+        }
+        one("supervised.train_criterion", supervised.train_criterion)?;
+        if let Some(error) = supervised.train_error {
+            one("supervised.train_error", error)?;
+        }
+    }
+    Ok(())
 }
 
 /// A measured f64 figure to 15 significant digits. serde_json reads a decimal of up to 15
@@ -385,7 +440,7 @@ fn no_other_fields(map: &Map<String, Value>, path: &str) -> Result<(), String> {
 }
 
 fn count(value: &Value, path: &str) -> Result<usize, String> {
-    value.as_u64().map(|n| n as usize).ok_or_else(|| format!("field `{path}` is {}, expected a whole number", kind_of(value)))
+    value.as_u64().and_then(|n| usize::try_from(n).ok()).ok_or_else(|| format!("field `{path}` is {}, expected a whole number", kind_of(value)))
 }
 
 fn float(value: &Value, path: &str) -> Result<f64, String> {
@@ -444,7 +499,11 @@ fn rbm(value: Value, path: &str) -> Result<Rbm, String> {
             Err(format!("field `{path}.{name}` has {found} values, expected {expected} ({why})"))
         }
     };
-    expect_len("weights", weights.len(), n_visible * n_hidden, format!("n_visible {n_visible} × n_hidden {n_hidden}"))?;
+    // Sizes come from the file: their product must not wrap around to a small number.
+    let n_weights = n_visible
+        .checked_mul(n_hidden)
+        .ok_or_else(|| format!("`{path}` has {n_visible} visible and {n_hidden} hidden units, too many to hold (n_visible × n_hidden overflows)"))?;
+    expect_len("weights", weights.len(), n_weights, format!("n_visible {n_visible} × n_hidden {n_hidden}"))?;
     expect_len("visible_bias", visible_bias.len(), n_visible, "one per visible unit".into())?;
     expect_len("hidden_bias", hidden_bias.len(), n_hidden, "one per hidden unit".into())?;
     Ok(Rbm { visible_units: units, n_visible, n_hidden, weights, visible_bias, hidden_bias })
@@ -497,7 +556,7 @@ fn check_consistency(model: &SavedDbn) -> Result<(), String> {
     }
     let n_visible = first.n_visible;
     if let Some((rows, cols)) = model.image_shape {
-        if rows * cols != n_visible {
+        if rows.checked_mul(cols) != Some(n_visible) {
             return Err(format!("field `image_shape` is {rows}×{cols}, which does not match the {n_visible} visible units of `layers[0]`"));
         }
     }

@@ -99,7 +99,7 @@ fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String
         return Err(format!("field `{path}` is not an object"));
     };
     let mut count = |name: &str| {
-        map.remove(name).and_then(|v| v.as_u64()).map(|n| n as usize).ok_or_else(|| format!("field `{path}.{name}` is missing or not a whole number"))
+        map.remove(name).and_then(|v| v.as_u64()).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| format!("field `{path}.{name}` is missing or not a whole number"))
     };
     let (n_in, n_out) = (count("n_in")?, count("n_out")?);
     let mut numbers = |name: &str| -> Result<Vec<f32>, String> {
@@ -120,12 +120,13 @@ fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String
     if n_in != n_in_expected {
         return Err(format!("field `{path}.n_in` is {n_in}, expected {n_in_expected} (the size of the layer below)"));
     }
-    if n_out == 0 || weights.len() != n_in * n_out || bias.len() != n_out {
+    // Sizes come from the file: their product must not wrap around to a small number.
+    let n_weights = n_in.checked_mul(n_out).ok_or_else(|| format!("field `{path}` has {n_in} inputs and {n_out} outputs, too many to hold (n_in × n_out overflows)"))?;
+    if n_out == 0 || weights.len() != n_weights || bias.len() != n_out {
         return Err(format!(
-            "field `{path}` has {} weights and {} biases, expected {} (n_in {n_in} × n_out {n_out}) and {n_out}",
+            "field `{path}` has {} weights and {} biases, expected {n_weights} (n_in {n_in} × n_out {n_out}) and {n_out}",
             weights.len(),
             bias.len(),
-            n_in * n_out
         ));
     }
     Ok(Layer { n_in, n_out, weights, bias })

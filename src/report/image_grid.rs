@@ -23,7 +23,7 @@ pub struct RgbaImage {
 /// `images` holds `count` images of `rows × cols`, each contiguous. Tiles are separated by
 /// a one-pixel gap and laid out `columns` to a row.
 pub fn tile(images: &[f32], count: usize, shape: (usize, usize), columns: usize, scaling: Scaling) -> RgbaImage {
-    let grid = GridLayout::new(count, shape, columns);
+    let grid = GridLayout::fitting(count, shape, columns, images.len());
     let mut data = vec![0u8; grid.width * grid.height * 4];
     for px in data.chunks_exact_mut(4) {
         px.copy_from_slice(&[40, 40, 48, 255]);
@@ -37,7 +37,7 @@ pub fn tile(images: &[f32], count: usize, shape: (usize, usize), columns: usize,
 /// brightness `|w| / max|w|`, so zero is black. Small weights of either sign vanish instead of
 /// sitting at mid-grey, which makes the shape of a filter's strong part easier to see.
 pub fn tile_colour(images: &[f32], count: usize, shape: (usize, usize), columns: usize) -> RgbaImage {
-    let grid = GridLayout::new(count, shape, columns);
+    let grid = GridLayout::fitting(count, shape, columns, images.len());
     let mut data = vec![0u8; grid.width * grid.height * 4];
     for px in data.chunks_exact_mut(4) {
         px.copy_from_slice(&[40, 40, 48, 255]);
@@ -63,7 +63,7 @@ pub struct GreyImage {
 /// As [`tile`], in grey levels, with black gaps and frame: digits drawn white on black
 /// (grey = value × 255 for `Scaling::Unit`) stand out without a visible grid colour.
 pub fn tile_grey(images: &[f32], count: usize, shape: (usize, usize), columns: usize, scaling: Scaling) -> GreyImage {
-    let grid = GridLayout::new(count, shape, columns);
+    let grid = GridLayout::fitting(count, shape, columns, images.len());
     let mut pixels = vec![0u8; grid.width * grid.height];
     paint_tiles(images, &grid, scaling, |at, grey| pixels[at] = grey);
     GreyImage { width: grid.width, height: grid.height, pixels }
@@ -83,7 +83,24 @@ impl GridLayout {
     pub fn new(count: usize, (rows, cols): (usize, usize), columns: usize) -> GridLayout {
         let columns = columns.clamp(1, count.max(1));
         let grid_rows = count.div_ceil(columns);
-        GridLayout { count, tile_shape: (rows, cols), columns, width: columns * (cols + 1) + 1, height: grid_rows * (rows + 1) + 1 }
+        // Saturating, so an absurd shape gives an absurd size instead of a wrapped small one.
+        let width = columns.saturating_mul(cols.saturating_add(1)).saturating_add(1);
+        let height = grid_rows.saturating_mul(rows.saturating_add(1)).saturating_add(1);
+        GridLayout { count, tile_shape: (rows, cols), columns, width, height }
+    }
+
+    /// The layout of the whole tiles that `n_values` values hold, at most `count` of them.
+    /// A shape that does not fit the values (from a damaged file, say) draws fewer tiles, or
+    /// none, instead of reading past the values or sizing a picture that cannot exist: the
+    /// picture then holds at most a few pixels per value.
+    fn fitting(count: usize, (rows, cols): (usize, usize), columns: usize, n_values: usize) -> GridLayout {
+        let whole_tiles = match rows.checked_mul(cols) {
+            Some(pixels) if pixels > 0 => n_values / pixels,
+            _ => 0,
+        };
+        let count = count.min(whole_tiles);
+        let shape = if count == 0 { (0, 0) } else { (rows, cols) };
+        GridLayout::new(count, shape, columns)
     }
 }
 

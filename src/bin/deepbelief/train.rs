@@ -231,7 +231,7 @@ fn write_outputs(
         std::fs::write(&path, bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))?;
         Ok::<String, String>(path.display().to_string())
     };
-    let mut written = vec![write("model.json", format::to_json(model).as_bytes())?];
+    let mut written = vec![write("model.json", format::to_json_checked(model).map_err(|e| format!("{}: not written: {e}", settings.out.join("model.json").display()))?.as_bytes())?];
 
     let data_summary = DataSummary {
         train_file: settings.data.train_images.display().to_string(),
