@@ -132,7 +132,7 @@ fn bad_magic_in_image_file() {
         }
     );
     assert!(
-        message.contains("bad magic number 2049 (expected 2051 for an IDX image file)"),
+        message.contains("bad magic number 0x00000801 (expected 0x00000803 for an IDX image file)"),
         "{message}"
     );
 }
@@ -336,4 +336,52 @@ fn zero_sized_images_are_rejected() {
         kind_of(error, IMAGES_NAME),
         DataErrorKind::EmptyImage { rows: 0, cols: 28 }
     );
+}
+
+#[test]
+fn data_past_the_declared_size_are_refused() {
+    let mut raw = encode_idx_images(&tiny_images());
+    raw.push(0);
+    let error = parse_idx_images(IMAGES_NAME, &raw).unwrap_err();
+    let message = error.to_string();
+    assert_eq!(kind_of(error, IMAGES_NAME), DataErrorKind::TrailingData { declared_bytes: 60 });
+    assert!(message.contains("more data than the header declares"), "{message}");
+
+    // A second gzip member after a complete file is more data too.
+    let labels = encode_idx_labels(&tiny_labels());
+    let mut two_members = gzip(&labels);
+    two_members.extend(gzip(&[9]));
+    let error = parse_idx_labels(LABELS_NAME, &two_members).unwrap_err();
+    assert_eq!(kind_of(error, LABELS_NAME), DataErrorKind::TrailingData { declared_bytes: 5 });
+}
+
+#[test]
+fn a_gzip_file_expanding_far_beyond_its_header_is_refused() {
+    // 5 labels declared, then 8 MB of zeros: a few KB compressed.
+    let mut expanded = encode_idx_labels(&tiny_labels());
+    expanded.resize(expanded.len() + (8 << 20), 0);
+    let bomb = gzip(&expanded);
+    assert!(bomb.len() < 64 << 10, "{} bytes", bomb.len());
+    let error = parse_idx_labels(LABELS_NAME, &bomb).unwrap_err();
+    assert_eq!(kind_of(error, LABELS_NAME), DataErrorKind::TrailingData { declared_bytes: 5 });
+}
+
+#[test]
+fn a_gzip_stream_cut_inside_its_trailer_is_refused() {
+    let compressed = gzip(&encode_idx_labels(&tiny_labels()));
+    let error = parse_idx_labels(LABELS_NAME, &compressed[..compressed.len() - 3]).unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(kind_of(error, LABELS_NAME), DataErrorKind::Gzip(_)), "{message}");
+    assert!(message.contains("ends before its checksum"), "{message}");
+}
+
+#[test]
+fn files_are_told_apart_by_their_first_bytes() {
+    use deepbelief::data::{file_kind, FileKind};
+    assert_eq!(file_kind(&[0, 0, 8, 3]), FileKind::Idx);
+    // Another IDX element type (0x0d: float) is still IDX, reported there by its magic.
+    assert_eq!(file_kind(&[0, 0, 0x0d, 3]), FileKind::Idx);
+    assert_eq!(file_kind(&[0x1f, 0x8b, 8, 0]), FileKind::Idx);
+    assert_eq!(file_kind(b"x1,x"), FileKind::Database);
+    assert_eq!(file_kind(&[]), FileKind::Database);
 }

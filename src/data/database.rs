@@ -127,8 +127,13 @@ pub fn read_database(path: &std::path::Path) -> Result<Database, DataError> {
     let source_name = path.display().to_string();
     let bytes = super::idx::read_file(&source_name, path)?;
     let text = String::from_utf8(bytes).map_err(|e| {
+        let start: String = e.as_bytes().iter().take(4).map(|b| format!("{b:02x}")).collect();
         let message = format!(
-            "expected UTF-8 text, found an invalid byte at offset {}",
+            "neither an IDX file nor a text database: it starts with the bytes 0x{start}, which are \
+             not an IDX magic number (0x{:08x} for images, 0x{:08x} for labels, or 1f 8b for gzip), \
+             and it is not UTF-8 text (an invalid byte at offset {})",
+            super::idx::IMAGES_MAGIC,
+            super::idx::LABELS_MAGIC,
             e.utf8_error().valid_up_to()
         );
         DataError::new(&source_name, DataErrorKind::Io(message))

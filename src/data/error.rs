@@ -31,6 +31,10 @@ pub enum DataErrorKind {
         expected_bytes: u64,
         found_bytes: u64,
     },
+    /// The data go on past the size the header declares.
+    TrailingData {
+        declared_bytes: u64,
+    },
     /// The header declares more data than this input could ever hold.
     DeclaredSizeTooLarge {
         declared_bytes: u64,
@@ -104,7 +108,7 @@ impl fmt::Display for DataErrorKind {
         use DataErrorKind::*;
         match self {
             BadMagic { found, expected } => {
-                write!(f, "bad magic number {found} (expected {expected}")?;
+                write!(f, "not an IDX file of this kind: bad magic number {found:#010x} (expected {expected:#010x}")?;
                 if let Some(what) = idx_file_description(*expected) {
                     write!(f, " for {what}")?;
                 }
@@ -122,6 +126,11 @@ impl fmt::Display for DataErrorKind {
                 f,
                 "truncated: the header declares {expected_bytes} bytes of data but only {found_bytes} follow it"
             ),
+            TrailingData { declared_bytes } => write!(
+                f,
+                "more data than the header declares: it declares {declared_bytes} bytes after the header, \
+                 and the file goes on past them (expected the file to end there; is this one file appended to another?)"
+            ),
             DeclaredSizeTooLarge { declared_bytes, available_bytes } => write!(
                 f,
                 "the header declares {declared_bytes} bytes of data, more than this input could ever hold \
@@ -134,7 +143,7 @@ impl fmt::Display for DataErrorKind {
             ImageTooLarge { rows, cols } => write!(
                 f,
                 "images of {rows}x{cols} = {} pixels are too large (expected at most {MAX_IMAGE_PIXELS} pixels, the DEEP program's limit)",
-                rows * cols
+                (*rows as u64).saturating_mul(*cols as u64)
             ),
             EmptyImage { rows, cols } => write!(
                 f,

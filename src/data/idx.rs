@@ -4,8 +4,10 @@
 //! Size rule: `DeclaredSizeTooLarge` when the header's declared payload exceeds
 //! the most the whole input could ever hold (raw: its length; gzip: 1032 × its
 //! length, deflate's maximum expansion); `Truncated` when the declaration is
-//! within that bound but the data stop early. Buffers are sized only after the
-//! check, so a lying header cannot make the reader allocate.
+//! within that bound but the data stop early; `TrailingData` when the data go on
+//! past it (at most one byte beyond the declared size is ever decompressed, so a
+//! small gzip file cannot expand into more than its header admits). Buffers are
+//! sized only after the check, so a lying header cannot make the reader allocate.
 
 use std::io::{self, Read};
 
@@ -17,7 +19,7 @@ use super::{CaseValues, Dataset};
 pub const IMAGES_MAGIC: u32 = 0x0000_0803;
 pub const LABELS_MAGIC: u32 = 0x0000_0801;
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const DEFLATE_MAX_EXPANSION: u64 = 1032;
 
 /// Images as stored in an IDX file: `count` × `rows` × `cols` bytes, row-major.
@@ -229,8 +231,18 @@ fn read_idx(
     } else {
         bytes.len()
     };
-    let (payload, payload_error) =
-        read_up_to(&mut stream, declared, likely_len.min(declared as usize));
+    // One byte past the declared size tells a file that goes on from one that ends there,
+    // without decompressing the rest of a stream that expands far beyond its header.
+    let (payload, payload_error) = read_up_to(
+        &mut stream,
+        declared.saturating_add(1),
+        likely_len.min(declared as usize),
+    );
+    if payload.len() as u64 > declared {
+        return Err(fail(DataErrorKind::TrailingData {
+            declared_bytes: declared,
+        }));
+    }
     match payload_error {
         Some(e) if e.kind() != io::ErrorKind::UnexpectedEof => {
             return Err(fail(DataErrorKind::Gzip(e.to_string())))
@@ -241,25 +253,16 @@ fn read_idx(
                 found_bytes: payload.len() as u64,
             }))
         }
-        _ => {}
-    }
-    if is_gzip {
-        verify_gzip_trailer(&mut stream).map_err(fail)?;
+        // The decoder checks the CRC only at the end of the stream, which it reached here;
+        // a stream cut inside its trailer ends with UnexpectedEof after the whole payload.
+        Some(_) => {
+            return Err(fail(DataErrorKind::Gzip(
+                "the stream ends before its checksum (expected a complete gzip file)".into(),
+            )))
+        }
+        None => {}
     }
     Ok((dims, payload))
-}
-
-/// The decoder checks the CRC only when it reaches the end of the stream, so read
-/// on past the payload. Trailing bytes are tolerated (as for raw files), but at
-/// most 64 KiB of them are read.
-fn verify_gzip_trailer(stream: &mut dyn Read) -> Result<(), DataErrorKind> {
-    match io::copy(&mut stream.take(64 << 10), &mut io::sink()) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(DataErrorKind::Gzip(
-            "the stream ends before its checksum (expected a complete gzip file)".into(),
-        )),
-        Err(e) => Err(DataErrorKind::Gzip(e.to_string())),
-    }
 }
 
 /// Reads at most `limit` bytes; on a read error returns what arrived before it

@@ -16,6 +16,26 @@ pub use database::read_database;
 #[cfg(not(target_arch = "wasm32"))]
 pub use idx::load_idx_dataset;
 
+/// What a data file holds, judged by its first bytes (see [`file_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// An IDX file, raw or gzip-compressed.
+    Idx,
+    /// A DEEP text database.
+    Database,
+}
+
+/// An IDX file starts with the gzip magic or with its own magic, whose first two bytes
+/// are zero; text never starts with NUL bytes, so anything else is read as a database.
+/// A file that is neither is reported by the database reader, with the bytes it found.
+pub fn file_kind(start: &[u8]) -> FileKind {
+    if start.starts_with(&idx::GZIP_MAGIC) || start.starts_with(&[0, 0]) {
+        FileKind::Idx
+    } else {
+        FileKind::Database
+    }
+}
+
 /// Case values, row-major (case by case).
 #[derive(Debug, Clone, PartialEq)]
 pub enum CaseValues {

@@ -3,7 +3,7 @@
 //! the database scaling and the standardisation; evaluation and sampling reapply the ones
 //! saved in the model.
 
-use deepbelief::data::{self, Dataset, Preprocessing, Scaling};
+use deepbelief::data::{self, Dataset, FileKind, Preprocessing, Scaling};
 use deepbelief::model::format::{SavedDbn, Standardisation};
 use deepbelief::model::VisibleUnits;
 use std::io::Read;
@@ -32,20 +32,12 @@ pub struct TrainingData {
     pub preprocessing: Option<Preprocessing>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum FileKind {
-    Idx,
-    Database,
-}
-
-/// IDX files start with the gzip magic or with two zero bytes and a type code; anything else
-/// is read as a DEEP text database.
+/// IDX (raw or gzip'd) or a DEEP text database, by the file's first bytes.
 fn file_kind(path: &Path) -> Result<FileKind, String> {
     let mut start = [0u8; 4];
     let mut file = std::fs::File::open(path).map_err(|e| format!("{}: cannot open the file ({e})", path.display()))?;
     let read = file.read(&mut start).map_err(|e| format!("{}: cannot read the file ({e})", path.display()))?;
-    let start = &start[..read];
-    Ok(if start.starts_with(&[0x1f, 0x8b]) || start.starts_with(&[0, 0, 8]) { FileKind::Idx } else { FileKind::Database })
+    Ok(data::file_kind(&start[..read]))
 }
 
 pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {

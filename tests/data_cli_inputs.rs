@@ -1,0 +1,42 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! Bad data files given to the CLI: each is refused with a message that names the file and
+//! says what was found and what was expected.
+
+mod cli_common;
+
+use cli_common::*;
+use std::path::{Path, PathBuf};
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// `train` on `images` (and `extra` flags), which must fail; its standard error.
+fn train_fails(dir: &Path, images: &Path, extra: &[&str]) -> String {
+    let out = dir.join("out");
+    let mut args = vec!["train", "--train-images", images.to_str().unwrap(), "--rbm-layers", "4", "--epochs", "1", "--out", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run_fails(&args)
+}
+
+#[test]
+fn a_file_with_an_unknown_magic_is_reported_as_not_idx_with_its_first_bytes() {
+    let dir = temp_dir("bad-magic");
+    let mut bytes = vec![0x12, 0x34, 0x56, 0x78];
+    bytes.extend([0xff; 40]);
+    let path = write_file(&dir, "images.idx", &bytes);
+    let stderr = train_fails(&dir, &path, &[]);
+    assert!(stderr.contains("images.idx: neither an IDX file nor a text database: it starts with the bytes 0x12345678"), "{stderr}");
+    assert!(stderr.contains("0x00000803 for images"), "{stderr}");
+}
+
+#[test]
+fn an_idx_file_of_another_element_type_is_reported_by_its_magic() {
+    // IDX of floats (type 0x0d), one 1×1 image.
+    let bytes = [0, 0, 0x0d, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0];
+    let path = write_file(&temp_dir("float-idx"), "floats-idx3", &bytes);
+    let stderr = train_fails(path.parent().unwrap(), &path, &[]);
+    assert!(stderr.contains("floats-idx3: not an IDX file of this kind: bad magic number 0x00000d03 (expected 0x00000803 for an IDX image file)"), "{stderr}");
+}
