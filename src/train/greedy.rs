@@ -6,7 +6,7 @@
 
 use super::config::{check_count, CdConfig, ConfigError};
 use super::contrastive_divergence::{BatchReport, BatchStep, CdTrainer, EpochReport};
-use super::monitor::{measure_epoch, EpochMetrics};
+use super::monitor::{measure_epoch, monitor_seed, EpochMetrics};
 use super::TrainError;
 use crate::backend::Backend;
 use crate::data::Dataset;
@@ -181,12 +181,23 @@ impl GreedyTrainer {
 
     /// The `epoch` event of the current layer, with the monitor's metrics when they are on.
     fn epoch_event(&self, backend: &dyn Backend, data: &Dataset, report: EpochReport) -> GreedyEvent {
-        let layer_data = self.layer_data(data);
         let trainer = self.current.as_ref().expect("a layer in training");
-        let metrics = (self.config.monitor_cases > 0).then(|| {
-            measure_epoch(backend, &trainer.rbm, layer_data, self.held_out.as_ref(), self.config.monitor_cases, trainer.config.seed ^ report.epoch as u64)
-        });
+        let metrics = self.measure_layer(backend, &trainer.rbm, data, report.epoch);
         GreedyEvent::Epoch { layer: self.current_layer(), report, metrics }
+    }
+
+    /// The monitor's metrics (`None` when `monitor_cases` is 0) of `rbm` as the current layer
+    /// after `epoch` epochs, on its data and held-out cases: what `step` reports, for the
+    /// epochs of this layer trained elsewhere (the GPU, or the CPU after a lost device).
+    pub fn measure_layer(&self, backend: &dyn Backend, rbm: &Rbm, data: &Dataset, epoch: usize) -> Option<EpochMetrics> {
+        let trainer = self.current.as_ref()?;
+        (self.config.monitor_cases > 0)
+            .then(|| measure_epoch(backend, rbm, self.layer_data(data), self.held_out.as_ref(), self.config.monitor_cases, monitor_seed(trainer.config.seed, epoch)))
+    }
+
+    /// The held-out cases as the current layer sees them.
+    pub fn held_out(&self) -> Option<&Dataset> {
+        self.held_out.as_ref()
     }
 
     /// The data the current layer trains on (`data` itself for the first layer).

@@ -22,6 +22,12 @@ pub struct EpochMetrics {
     pub hidden_units: Vec<UnitStats>,
 }
 
+/// The pseudo-log-likelihood's seed after `epoch` epochs of a layer seeded `layer_seed`: every
+/// backend measures an epoch with it, so their figures agree.
+pub fn monitor_seed(layer_seed: u64, epoch: usize) -> u64 {
+    layer_seed ^ epoch as u64
+}
+
 pub fn measure_epoch(backend: &dyn Backend, rbm: &Rbm, train: &Dataset, held_out: Option<&Dataset>, max_cases: usize, seed: u64) -> EpochMetrics {
     let recon = reconstruction_errors(backend, rbm, train, max_cases);
     EpochMetrics {

@@ -9,6 +9,7 @@ use crate::supervised_stage::{self, SupervisedRun};
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
 use crate::backend_choice::BackendChoice;
 use deepbelief::backend::Backend;
+use deepbelief::gpu::trainer::layer::{self as gpu_layer, LayerEvent};
 use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
@@ -20,7 +21,7 @@ use deepbelief::report::image_grid::{self, Scaling};
 use deepbelief::report::png::write_grey_png;
 use deepbelief::train::greedy::propagate_dataset;
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::train::{CdTrainer, GreedyEvent, GreedyTrainer, TrainError};
+use deepbelief::train::{GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
 use std::path::Path;
 
@@ -166,7 +167,7 @@ fn train_layer_on_gpu(
     choice: BackendChoice,
 ) -> Result<Option<GpuContext>, String> {
     let cpu = trainer.current_trainer().expect("a layer has just started");
-    let mut gpu = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(dataset)) {
+    let gpu = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(dataset)) {
         Ok(gpu) => gpu,
         Err(e) if choice == BackendChoice::Gpu => return Err(format!("--backend gpu: layer {}: {e}", layer + 1)),
         Err(e) => {
@@ -176,38 +177,20 @@ fn train_layer_on_gpu(
     };
     // The whole trainer state comes back after every epoch, so a lost device costs nothing:
     // the CPU resumes from the last checkpoint exactly where the GPU would have gone on.
-    let mut checkpoint = cpu.checkpoint();
-    while !gpu.finished() {
-        match pollster::block_on(gpu.train_epoch()) {
-            Ok(report) => {
-                progress.epoch(layer, &report, None);
-                if let Some(stop) = report.stop {
-                    outcome.stop = stop;
-                }
-                outcome.epochs.push(report);
+    let on_event = |event: LayerEvent| match event {
+        LayerEvent::Epoch { report, metrics } => {
+            progress.epoch(layer, &report, metrics.as_ref());
+            if let Some(stop) = report.stop {
+                outcome.stop = stop;
             }
-            Err(TrainError::Device(message)) => {
-                eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {}", layer + 1, checkpoint.epoch);
-                outcome.epochs.truncate(checkpoint.epoch);
-                let mut fallback = CdTrainer::resume(gpu.config.clone(), checkpoint).map_err(train_error)?;
-                let data = trainer.layer_data(dataset);
-                while !fallback.finished() {
-                    let report = fallback.train_epoch(&CpuBackend, data).map_err(train_error)?;
-                    progress.epoch(layer, &report, None);
-                    if let Some(stop) = report.stop {
-                        outcome.stop = stop;
-                    }
-                    outcome.epochs.push(report);
-                }
-                trainer.adopt_trained_layer(fallback.rbm, fallback.epoch, outcome.stop).map_err(train_error)?;
-                return Ok(None);
-            }
-            Err(e) => return Err(train_error(e)),
+            outcome.epochs.push(report);
         }
-        checkpoint = pollster::block_on(gpu.checkpoint()).map_err(|e| e.to_string())?;
-    }
-    trainer.adopt_trained_layer(checkpoint.rbm, gpu.epoch, outcome.stop).map_err(train_error)?;
-    Ok(Some(gpu.into_context()))
+        LayerEvent::FellBack { message, resumed_at } => {
+            eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {resumed_at}", layer + 1);
+            outcome.epochs.truncate(resumed_at);
+        }
+    };
+    pollster::block_on(gpu_layer::train_layer(gpu, trainer, dataset, on_event)).map_err(train_error)
 }
 
 fn train_error(error: TrainError) -> String {

@@ -54,6 +54,8 @@
 //! ([`GpuCdTrainer::checkpoint`], [`GpuCdTrainer::from_cpu`]), so a lost device costs at most the
 //! epochs since the last checkpoint.
 
+pub mod layer;
+mod monitor;
 mod plan;
 mod profile;
 mod state;
@@ -212,6 +214,8 @@ pub struct GpuCdTrainer {
     init_best_trial: usize,
     /// The weight update runs as the gradient product's epilogue (see [`Self::set_fused_update`]).
     fused_update: bool,
+    /// The per-epoch monitor, once [`Self::set_monitor`] turned it on.
+    monitor: Option<monitor::Monitor>,
 }
 
 impl GpuCdTrainer {
@@ -300,6 +304,7 @@ impl GpuCdTrainer {
         let fused_update = kernels.gemm.supports_fused_update() && std::env::var("DEEPBELIEF_FUSED_UPDATE").as_deref() != Ok("0");
         Ok(GpuCdTrainer {
             fused_update,
+            monitor: None,
             rates: RateState::new(&config),
             chain_length: ChainLength::new(&config),
             convergence: Convergence::new(&config),
