@@ -224,3 +224,23 @@ fn sampling_a_model_with_a_wrapping_image_shape_fails_with_the_field_not_a_panic
     assert!(stderr.contains("model.json: field `image_shape` is 9223372036854775810×2"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn strings_from_a_damaged_model_file_are_cut_and_escaped_in_errors() {
+    let json = to_json(&two_layer_model());
+    let escape = "\\u001b[2J";
+    let huge = "z".repeat(100_000);
+    let cases = [
+        json.replacen("\"deepbelief-dbn\"", &format!("\"{escape}{huge}\""), 1),
+        json.replacen("\"version\": 2", &format!("\"version\": 2, \"{escape}{huge}\": 1"), 1),
+        json.replacen("\"layers\": [\n    {", &format!("\"layers\": [\n    {{\"{escape}{huge}\": 1, "), 1),
+        json.replacen("\"config\": {\"layers\":[3,2]", &format!("\"config\": {{\"layers\":\"{escape}{huge}\""), 1),
+    ];
+    for damaged in cases {
+        assert_ne!(damaged, json);
+        let message = load_error(&damaged);
+        assert!(!message.chars().any(|c| c.is_control()), "{message:?}");
+        assert!(message.contains("\\u{1b}[2J"), "{message:?}");
+        assert!(message.len() < 600, "{} bytes: {}", message.len(), &message[..600]);
+    }
+}

@@ -314,3 +314,38 @@ fn targets_beyond_single_precision_are_refused_naming_the_variable_and_case() {
     let message = error.to_string();
     assert!(message.starts_with("prices.csv: target variable t: case 2 holds 1e39"), "{message}");
 }
+
+#[test]
+fn quoted_input_is_cut_and_escaped() {
+    use deepbelief::data::{quote, sanitise};
+    assert_eq!(quote("x5"), "\"x5\"");
+    assert_eq!(quote("a\u{1b}[2Jb\n\u{202e}c"), "\"a\\u{1b}[2Jb\\u{a}\\u{202e}c\"");
+    let long = "é".repeat(61);
+    assert_eq!(quote(&long), format!("\"{}…\" (61 characters)", "é".repeat(60)));
+    assert_eq!(quote(&"é".repeat(60)), format!("\"{}\"", "é".repeat(60)));
+    assert_eq!(sanitise("ab\u{7}cd", 3), "ab\\u{7}…");
+}
+
+#[test]
+fn a_huge_token_is_quoted_in_part() {
+    let token = "7x".repeat(1_000_000);
+    let message = parse_database(SOURCE, &format!("a,b\n1,{token}\n")).unwrap_err().to_string();
+    assert!(message.len() < 200, "{} bytes", message.len());
+    assert!(message.ends_with(&format!("expected a number, found \"{}…\" (2000000 characters)", &token[..60])), "{message}");
+}
+
+#[test]
+fn terminal_escapes_in_a_file_are_escaped_in_errors() {
+    let escape = "\u{1b}]0;owned\u{7}";
+    let messages = [
+        parse_database(SOURCE, &format!("a,b\n1,{escape}\n")).unwrap_err().to_string(),
+        parse_database(SOURCE, &format!("a,b{escape}\n1,2\n")).unwrap_err().to_string(),
+        parse_database(SOURCE, &format!("a,{escape}\n1,2\n")).unwrap_err().to_string(),
+        parse("a,b\n1,2\n").column_indices(&[escape]).unwrap_err().to_string(),
+        parse_database(&format!("file{escape}.csv"), "a\nx\n").unwrap_err().to_string(),
+    ];
+    for message in messages {
+        assert!(!message.chars().any(|c| c.is_control()), "{message:?}");
+        assert!(message.contains("\\u{1b}]0;owned\\u{7}"), "{message:?}");
+    }
+}

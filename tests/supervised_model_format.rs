@@ -82,3 +82,16 @@ fn damage_to_the_section_names_the_field() {
         assert!(message.starts_with("m.json: ") && message.contains(expected), "expected {expected:?} in {message:?}");
     }
 }
+
+#[test]
+fn target_names_that_would_not_print_as_themselves_are_refused() {
+    let names = |first: &str| {
+        let first = first.to_string();
+        damaged(move |s| s["target_names"][0] = first.clone().into())
+    };
+    let escape = names("A\u{1b}[2J");
+    assert!(escape.contains("field `supervised.target_names[0]` is \"A\\u{1b}[2J\", expected a name of 1 to 60 printable characters"), "{escape}");
+    assert!(!escape.chars().any(|c| c.is_control()), "{escape:?}");
+    assert!(names(&"n".repeat(61)).contains("supervised.target_names[0]"));
+    assert!(names("").contains("supervised.target_names[0]"));
+}

@@ -6,7 +6,7 @@
 //! Variable names are compared without regard to ASCII case, both when
 //! checking for duplicates and when looking columns up by name.
 
-use super::error::{DataError, DataErrorKind};
+use super::error::{quote, sanitise, DataError, DataErrorKind};
 
 const MAX_NAME_CHARS: usize = 15;
 
@@ -74,8 +74,8 @@ pub fn parse_database(source_name: &str, text: &str) -> Result<Database, DataErr
             .find(|f| f.text.eq_ignore_ascii_case(field.text))
         {
             let message = format!(
-                "variable name \"{}\" appears twice (first at column {}; expected unique names)",
-                field.text, first.column
+                "variable name {} appears twice (first at column {}; expected unique names)",
+                quote(field.text), first.column
             );
             return Err(fail(bad_header(field.column, message)));
         }
@@ -207,18 +207,22 @@ fn check_name(name: &str) -> Result<(), String> {
     let mut chars = name.chars();
     if !chars.next().is_some_and(|c| c.is_ascii_alphabetic()) {
         return Err(format!(
-            "expected a variable name starting with a letter, found \"{name}\""
+            "expected a variable name starting with a letter, found {}",
+            quote(name)
         ));
     }
     if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
         return Err(format!(
-            "variable name \"{name}\" contains '{bad}' (expected {rule})"
+            "variable name {} contains '{}' (expected {rule})",
+            quote(name),
+            sanitise(&bad.to_string(), 1)
         ));
     }
     let length = name.chars().count();
     if length > MAX_NAME_CHARS {
         return Err(format!(
-            "variable name \"{name}\" is {length} characters long (expected at most {MAX_NAME_CHARS})"
+            "variable name {} is {length} characters long (expected at most {MAX_NAME_CHARS})",
+            quote(name)
         ));
     }
     Ok(())
@@ -227,7 +231,7 @@ fn check_name(name: &str) -> Result<(), String> {
 fn parse_number(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(value) if value.is_finite() => Ok(value),
-        Ok(_) => Err(format!("expected a finite number, found \"{text}\"")),
-        Err(_) => Err(format!("expected a number, found \"{text}\"")),
+        Ok(_) => Err(format!("expected a finite number, found {}", quote(text))),
+        Err(_) => Err(format!("expected a number, found {}", quote(text))),
     }
 }

@@ -4,6 +4,64 @@
 
 use std::fmt;
 
+/// The most characters of a piece of input that an error message quotes.
+pub const QUOTED_CHARS: usize = 60;
+
+/// The most characters of a message from another library (a JSON or TOML parser) that an
+/// error repeats; such messages quote the input themselves.
+pub const FOREIGN_MESSAGE_CHARS: usize = 300;
+
+/// A piece of input as an error message shows it: in double quotes, with control and
+/// invisible formatting characters escaped (`\u{1b}`), and cut after [`QUOTED_CHARS`]
+/// characters with "…" and the full length. A file must not be able to send escape
+/// sequences to the user's terminal, or a 30 MB token into an error line.
+pub fn quote(text: &str) -> String {
+    let mut quoted = String::from("\"");
+    let length = text.chars().count();
+    for c in text.chars().take(QUOTED_CHARS) {
+        push_escaped(&mut quoted, c);
+    }
+    quoted.push('"');
+    if length > QUOTED_CHARS {
+        quoted.insert(quoted.len() - 1, '…');
+        quoted.push_str(&format!(" ({length} characters)"));
+    }
+    quoted
+}
+
+/// A message that may quote input (another library's error, a file name) made safe to
+/// print: escaped as [`quote`] does, and cut after `max_chars` characters with "…".
+pub fn sanitise(text: &str, max_chars: usize) -> String {
+    let mut clean = String::new();
+    for c in text.chars().take(max_chars) {
+        push_escaped(&mut clean, c);
+    }
+    if text.chars().nth(max_chars).is_some() {
+        clean.push('…');
+    }
+    clean
+}
+
+/// Whether `text` shows as itself in a message: short enough to quote whole, and nothing to
+/// escape (for names read from files and printed in reports).
+pub fn is_plain(text: &str) -> bool {
+    text.chars().count() <= QUOTED_CHARS && !text.chars().any(needs_escape)
+}
+
+/// Control characters (C0, DEL, C1) drive terminals; the formatting ones (bidirectional
+/// overrides, zero-width characters, byte-order mark) make text display as something else.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+}
+
+fn push_escaped(out: &mut String, c: char) {
+    if needs_escape(c) {
+        out.push_str(&format!("\\u{{{:x}}}", c as u32));
+    } else {
+        out.push(c);
+    }
+}
+
 /// The largest image the DEEP program accepts, in pixels (rows × columns).
 pub const MAX_IMAGE_PIXELS: usize = 4086;
 
@@ -89,7 +147,8 @@ impl DataError {
 
 impl fmt::Display for DataError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.source_name, self.kind)
+        // File names are not cut: a long path is still the user's own.
+        write!(f, "{}: {}", sanitise(&self.source_name, usize::MAX), self.kind)
     }
 }
 
@@ -155,13 +214,13 @@ impl fmt::Display for DataErrorKind {
                 write!(f, "line {line}, column {column}: {message}")
             }
             UnknownVariable { name, available } => {
-                write!(f, "no variable named \"{name}\" (expected one of: ")?;
+                write!(f, "no variable named {} (expected one of: ", quote(name))?;
                 const LISTED: usize = 20;
                 for (i, known) in available.iter().take(LISTED).enumerate() {
                     if i > 0 {
                         write!(f, ", ")?;
                     }
-                    write!(f, "{known}")?;
+                    write!(f, "{}", sanitise(known, QUOTED_CHARS))?;
                 }
                 if available.len() > LISTED {
                     write!(f, ", and {} more", available.len() - LISTED)?;

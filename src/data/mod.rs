@@ -7,7 +7,7 @@ pub mod idx;
 pub mod preprocess;
 
 pub use database::{parse_database, Database};
-pub use error::{DataError, DataErrorKind, MAX_IMAGE_PIXELS};
+pub use error::{quote, sanitise, DataError, DataErrorKind, MAX_IMAGE_PIXELS};
 pub use idx::{dataset_from_idx, parse_idx_images, parse_idx_labels, IdxImages};
 pub use preprocess::{dataset_from_database, Preprocessing, Scaling};
 

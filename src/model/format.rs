@@ -9,6 +9,7 @@
 
 use super::supervised_format::{self, SavedSupervised};
 use super::{Dbn, Rbm, VisibleUnits};
+use crate::data::error::{quote, sanitise, FOREIGN_MESSAGE_CHARS, QUOTED_CHARS};
 use crate::data::{CaseValues, Dataset, Preprocessing};
 use crate::train::{StackConfig, StopReason};
 use serde::Serialize;
@@ -69,7 +70,7 @@ pub struct ModelFileError {
 
 impl std::fmt::Display for ModelFileError {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "{}: {}", self.source_name, self.message)
+        write!(f, "{}: {}", sanitise(&self.source_name, usize::MAX), self.message)
     }
 }
 
@@ -292,7 +293,7 @@ pub fn from_json(source_name: &str, text: &str) -> Result<SavedDbn, ModelFileErr
         fail(if e.is_eof() {
             format!("the file ends early, at line {line}, column {column}: it is truncated (expected the rest of the JSON model)")
         } else {
-            format!("not valid JSON at line {line}, column {column}: {e}")
+            format!("not valid JSON at line {line}, column {column}: {}", sanitise(&e.to_string(), FOREIGN_MESSAGE_CHARS))
         })
     })?;
     let Value::Object(mut top) = value else {
@@ -311,10 +312,10 @@ pub fn from_json(source_name: &str, text: &str) -> Result<SavedDbn, ModelFileErr
         (FORMAT_NAME, v) if v == FORMAT_VERSION as u64 => reader.dbn_v2()?,
         (RBM_FORMAT_NAME, v) if v == RBM_FORMAT_VERSION as u64 => reader.rbm_v1()?,
         (FORMAT_NAME | RBM_FORMAT_NAME, v) => return Err(fail(format!("field `version` is {v} for \"{format}\"; {readable}"))),
-        (other, _) => return Err(fail(format!("field `format` is \"{other}\", expected \"{FORMAT_NAME}\" ({readable})"))),
+        (other, _) => return Err(fail(format!("field `format` is {}, expected \"{FORMAT_NAME}\" ({readable})", quote(other)))),
     };
     if let Some(unknown) = reader.top.keys().next() {
-        return Err(fail(format!("unknown field `{unknown}` (not part of \"{format}\" version {version})")));
+        return Err(fail(format!("unknown field `{}` (not part of \"{format}\" version {version})", sanitise(unknown, QUOTED_CHARS))));
     }
     check_consistency(&model).map_err(fail)?;
     Ok(model)
@@ -340,12 +341,17 @@ pub fn model_file_path(path: &std::path::Path) -> std::path::PathBuf {
     }
 }
 
+/// A serde error as a message may repeat it: serde quotes the input it could not read.
+pub(super) fn foreign(error: impl std::fmt::Display) -> String {
+    sanitise(&error.to_string(), FOREIGN_MESSAGE_CHARS)
+}
+
 fn kind_of(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("the boolean {b}"),
         Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => format!("the string \"{}\"", s.chars().take(40).collect::<String>()),
+        Value::String(s) => format!("the string {}", quote(s)),
         Value::Array(a) => format!("an array of {} values", a.len()),
         Value::Object(_) => "an object".into(),
     }
@@ -375,9 +381,9 @@ impl FieldReader<'_> {
         // Added with database training; absent means none.
         let preprocessing = match self.top.remove("preprocessing").unwrap_or(Value::Null) {
             Value::Null => None,
-            value => Some(serde_json::from_value(value).map_err(|e| fail(format!("field `preprocessing`: {e}")))?),
+            value => Some(serde_json::from_value(value).map_err(|e| fail(format!("field `preprocessing`: {}", foreign(e))))?),
         };
-        let config: StackConfig = serde_json::from_value(self.take("config")?).map_err(|e| fail(format!("field `config`: {e}")))?;
+        let config: StackConfig = serde_json::from_value(self.take("config")?).map_err(|e| fail(format!("field `config`: {}", foreign(e))))?;
         let layers = match self.take("layers")? {
             Value::Array(items) => {
                 items.into_iter().enumerate().map(|(i, item)| rbm(item, &format!("layers[{i}]"))).collect::<Result<Vec<_>, _>>().map_err(fail)?
@@ -434,7 +440,7 @@ fn field(map: &mut Map<String, Value>, path: &str, name: &str) -> Result<Value, 
 
 fn no_other_fields(map: &Map<String, Value>, path: &str) -> Result<(), String> {
     match map.keys().next() {
-        Some(unknown) => Err(format!("unknown field `{path}.{unknown}`")),
+        Some(unknown) => Err(format!("unknown field `{path}.{}`", sanitise(unknown, QUOTED_CHARS))),
         None => Ok(()),
     }
 }

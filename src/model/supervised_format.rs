@@ -3,6 +3,7 @@
 //! and how training went. Read field by field like the rest of the file, so a damaged
 //! section gets an error naming the field.
 
+use crate::data::error::{is_plain, quote, sanitise, QUOTED_CHARS};
 use crate::supervised::{Layer, Network, OutputKind, SupervisedConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -57,7 +58,7 @@ pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, Stri
     let mut take = |name: &str| map.remove(name).ok_or_else(|| format!("field `{path}.{name}` is missing"));
     let output: OutputKind = serde_json::from_value(take("output")?).map_err(|_| format!("field `{path}.output` is not \"linear\" or \"soft_max\""))?;
     let layers_value = take("layers")?;
-    let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {e}"))?;
+    let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {}", super::format::foreign(e)))?;
     let fine_tuned = take("fine_tuned")?.as_bool().ok_or_else(|| format!("field `{path}.fine_tuned` is not a boolean"))?;
     let target_source: TargetSource =
         serde_json::from_value(take("target_source")?).map_err(|_| format!("field `{path}.target_source` is not \"labels\" or \"database\""))?;
@@ -68,7 +69,11 @@ pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, Stri
         value => Some(finite(value, "train_error")?),
     };
     if let Some(unknown) = map.keys().next() {
-        return Err(format!("unknown field `{path}.{unknown}`"));
+        return Err(format!("unknown field `{path}.{}`", sanitise(unknown, QUOTED_CHARS)));
+    }
+    // The names are printed in reports and on the terminal.
+    if let Some((i, name)) = target_names.iter().enumerate().find(|(_, name)| name.is_empty() || !is_plain(name)) {
+        return Err(format!("field `{path}.target_names[{i}]` is {}, expected a name of 1 to {QUOTED_CHARS} printable characters", quote(name)));
     }
     let Value::Array(items) = layers_value else {
         return Err(format!("field `{path}.layers` is not an array of layers"));
@@ -115,7 +120,7 @@ fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String
     let weights = numbers("weights")?;
     let bias = numbers("bias")?;
     if let Some(unknown) = map.keys().next() {
-        return Err(format!("unknown field `{path}.{unknown}`"));
+        return Err(format!("unknown field `{path}.{}`", sanitise(unknown, QUOTED_CHARS)));
     }
     if n_in != n_in_expected {
         return Err(format!("field `{path}.n_in` is {n_in}, expected {n_in_expected} (the size of the layer below)"));

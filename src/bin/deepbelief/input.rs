@@ -63,7 +63,7 @@ pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
                 None => db.names.iter().map(String::as_str).filter(|name| !targets.iter().any(|t| t.eq_ignore_ascii_case(name))).collect(),
             };
             if let Some(both) = inputs.iter().find(|i| targets.iter().any(|t| t.eq_ignore_ascii_case(i))) {
-                return Err(format!("{}: variable {both} is both an input (--inputs) and a target (--targets)", spec.train_images.display()));
+                return Err(format!("{}: variable {} is both an input (--inputs) and a target (--targets)", spec.train_images.display(), data::quote(both)));
             }
             let (dataset, preprocessing) = data::dataset_from_database(&db, &inputs, &targets, spec.scaling).map_err(|e| e.to_string())?;
             (dataset, Some(preprocessing))
