@@ -349,3 +349,52 @@ fn terminal_escapes_in_a_file_are_escaped_in_errors() {
         assert!(message.contains("\\u{1b}]0;owned\\u{7}"), "{message:?}");
     }
 }
+
+/// `n` distinct names `v0 v1 …`, comma-separated, and the character column of name `k`.
+fn wide_header(n: usize) -> (String, impl Fn(usize) -> usize) {
+    let names: Vec<String> = (0..n).map(|k| format!("v{k}")).collect();
+    let mut starts = Vec::with_capacity(n);
+    let mut at = 1;
+    for name in &names {
+        starts.push(at);
+        at += name.len() + 1;
+    }
+    (names.join(","), move |k| starts[k])
+}
+
+#[test]
+fn a_duplicate_far_into_a_wide_header_is_reported_with_both_positions() {
+    let n = 60_000;
+    let (header, column_of) = wide_header(n);
+    // The last name repeats name 12,345 in another case.
+    let text = format!("{header},V12345\n{}\n", vec!["1"; n + 1].join(","));
+    let (line, column, message) = header_error_at(&text);
+    assert_eq!((line, column), (1, column_of(n - 1) + format!("v{}", n - 1).len() + 1));
+    assert!(
+        message.contains(&format!("\"V12345\" appears twice (first at column {}", column_of(12_345))),
+        "{message}"
+    );
+}
+
+#[test]
+fn every_column_of_a_wide_database_is_found_by_name() {
+    let n = 60_000;
+    let (header, _) = wide_header(n);
+    let values: Vec<String> = (0..n).map(|k| (k % 7).to_string()).collect();
+    // Every column varies but v5, which holds 5 in both cases.
+    let second: Vec<&str> = (0..n).map(|k| if k == 5 { "5" } else { "9" }).collect();
+    let db = parse(&format!("{header}\n{}\n{}\n", values.join(","), second.join(",")));
+    let names: Vec<String> = (0..n).rev().map(|k| format!("V{k}")).collect();
+    let wanted: Vec<&str> = names.iter().map(String::as_str).collect();
+    let expected: Vec<usize> = (0..n).rev().collect();
+    assert_eq!(db.column_indices(&wanted).unwrap(), expected);
+
+    // Fitted and applied: the non-constant columns in order, each rescaled from its own range.
+    let (dataset, preprocessing) = dataset_from_database(&db, &wanted, &[], Scaling::Rescale).unwrap();
+    assert_eq!(preprocessing.dropped_names, ["v5"]);
+    assert_eq!(dataset.n_inputs, n - 1);
+    assert_eq!(dataset.input_names[0], format!("v{}", n - 1));
+    // v59999 holds 59999 mod 7 = 4, then 9.
+    assert_eq!(floats(&dataset)[0], 0.0);
+    assert_eq!(floats(&dataset)[n - 1], 1.0);
+}

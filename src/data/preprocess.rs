@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::database::Database;
+use std::collections::HashMap;
+
+use super::database::{name_key, Database};
 use super::error::{DataError, DataErrorKind};
 use super::{CaseValues, Dataset, Targets};
 
@@ -112,14 +114,19 @@ impl Preprocessing {
         }
         let selected_names: Vec<String> =
             input_columns.iter().map(|&c| db.names[c].clone()).collect();
+        // A map, not a search per kept input, so wide databases take linear time.
+        let selected: HashMap<String, usize> = input_columns
+            .iter()
+            .rev()
+            .map(|&c| (name_key(&db.names[c]), c))
+            .collect();
         let columns: Vec<usize> = self
             .kept_names
             .iter()
             .map(|name| {
-                input_columns
-                    .iter()
+                selected
+                    .get(&name_key(name))
                     .copied()
-                    .find(|&c| db.names[c].eq_ignore_ascii_case(name))
                     .ok_or_else(|| {
                         DataError::new(
                             &db.source_name,
