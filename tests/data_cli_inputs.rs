@@ -40,3 +40,31 @@ fn an_idx_file_of_another_element_type_is_reported_by_its_magic() {
     let stderr = train_fails(path.parent().unwrap(), &path, &[]);
     assert!(stderr.contains("floats-idx3: not an IDX file of this kind: bad magic number 0x00000d03 (expected 0x00000803 for an IDX image file)"), "{stderr}");
 }
+
+#[test]
+fn a_stray_training_label_is_refused_before_training() {
+    use deepbelief::data::idx::{encode_idx_labels, read_idx_labels};
+    let dir = temp_dir("stray-label");
+    let mut labels = read_idx_labels(&shared_mnist("train-10k-labels-idx1-ubyte.gz")).unwrap();
+    labels.truncate(SMALL_CASES);
+    labels[17] = 200;
+    let labels_path = write_file(&dir, "labels-idx1", &encode_idx_labels(&labels));
+    let stderr = train_fails(&dir, small_images(), &["--train-labels", labels_path.to_str().unwrap()]);
+    assert!(
+        stderr.contains("labels-idx1: case 18 (counting from 1) has label 200, so the labels define the classes 0 to 200, but classes 10 to 199 have no cases"),
+        "{stderr}"
+    );
+    assert!(!dir.join("out").join("model.json").exists());
+}
+
+#[test]
+fn an_input_named_twice_is_refused_naming_it() {
+    let dir = temp_dir("inputs-twice");
+    let mut text = String::from("X1 X2 Y\n");
+    for k in 0..40 {
+        text += &format!("{} {} {}\n", k % 5, k % 3, k % 2);
+    }
+    let path = write_file(&dir, "data.txt", text.as_bytes());
+    let stderr = train_fails(&dir, &path, &["--inputs", "X1,x1,X2"]);
+    assert!(stderr.contains("data.txt: variable X1 is selected twice as an input, at places 1 and 2 of the list"), "{stderr}");
+}

@@ -398,3 +398,17 @@ fn every_column_of_a_wide_database_is_found_by_name() {
     assert_eq!(floats(&dataset)[0], 0.0);
     assert_eq!(floats(&dataset)[n - 1], 1.0);
 }
+
+#[test]
+fn a_variable_selected_twice_is_refused_naming_it() {
+    let db = parse(TRAINING);
+    let error = dataset_from_database(&db, &["a", "b", "A"], &["t"], Scaling::Rescale).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "prices.csv: variable a is selected twice as an input, at places 1 and 3 of the list (expected each variable at most once)"
+    );
+    let error = dataset_from_database(&db, &["a"], &["t", "b", "T"], Scaling::Rescale).unwrap_err();
+    assert!(error.to_string().contains("variable t is selected twice as a target, at places 1 and 3"), "{error}");
+    let error = Preprocessing::fit(&db, &[1, 1], Scaling::Rescale).unwrap_err();
+    assert!(error.to_string().contains("variable b is selected twice as an input"), "{error}");
+}

@@ -385,3 +385,28 @@ fn files_are_told_apart_by_their_first_bytes() {
     assert_eq!(file_kind(b"x1,x"), FileKind::Database);
     assert_eq!(file_kind(&[]), FileKind::Database);
 }
+
+#[test]
+fn training_labels_must_give_every_class_up_to_the_largest_cases() {
+    use deepbelief::data::idx::check_training_labels;
+    let digits: Vec<u32> = (0..30).map(|k| k % 10).collect();
+    assert_eq!(check_training_labels(LABELS_NAME, &digits), Ok(()));
+
+    let mut stray = digits.clone();
+    stray[17] = 200;
+    let error = check_training_labels(LABELS_NAME, &stray).unwrap_err();
+    let message = error.to_string();
+    assert!(matches!(kind_of(error, LABELS_NAME), DataErrorKind::Labels(_)));
+    assert!(
+        message.contains("case 18 (counting from 1) has label 200, so the labels define the classes 0 to 200, but classes 10 to 199 have no cases"),
+        "{message}"
+    );
+
+    let message = check_training_labels(LABELS_NAME, &[0, 1, 3, 1, 6, 8]).unwrap_err().to_string();
+    assert!(message.contains("classes 2, 4 to 5, 7 have no cases"), "{message}");
+    let message = check_training_labels(LABELS_NAME, &[0, 0, 0]).unwrap_err().to_string();
+    assert!(message.contains("all 3 labels are 0 (expected at least two classes"), "{message}");
+    let many_gaps: Vec<u32> = (0..20).map(|k| 2 * k).collect();
+    let message = check_training_labels(LABELS_NAME, &many_gaps).unwrap_err().to_string();
+    assert!(message.contains("classes 1, 3, 5, 7, 9 and 14 more ranges have no cases"), "{message}");
+}

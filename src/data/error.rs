@@ -103,6 +103,8 @@ pub enum DataErrorKind {
         images: usize,
         labels: usize,
     },
+    /// Training labels that cannot define a classifier's classes.
+    Labels(String),
     /// rows × cols exceeds [`MAX_IMAGE_PIXELS`].
     ImageTooLarge {
         rows: usize,
@@ -228,7 +230,7 @@ impl fmt::Display for DataErrorKind {
                 write!(f, ")")
             }
             Empty => write!(f, "no cases found (expected at least one case)"),
-            Preprocess(message) => write!(f, "{message}"),
+            Preprocess(message) | Labels(message) => write!(f, "{message}"),
         }
     }
 }

@@ -128,6 +128,50 @@ pub fn dataset_from_idx(
     })
 }
 
+/// Checks that training labels can define a classifier's classes. A classifier has one
+/// SoftMax output per class `0..K-1`, K = the largest label + 1, so a stray label of 200 among
+/// digits would make 201 outputs, 191 of which never see a case. Every class up to the largest
+/// label must therefore have cases, and there must be at least two classes. Only training labels
+/// are held to this: a test set may lack some classes.
+pub fn check_training_labels(labels_name: &str, labels: &[u32]) -> Result<(), DataError> {
+    let fail = |message: String| Err(DataError::new(labels_name, DataErrorKind::Labels(message)));
+    let Some((largest_at, &largest)) = labels.iter().enumerate().max_by_key(|&(at, &label)| (label, std::cmp::Reverse(at))) else {
+        return Ok(());
+    };
+    let mut present: Vec<u32> = labels.to_vec();
+    present.sort_unstable();
+    present.dedup();
+    if largest == 0 {
+        return fail(format!(
+            "all {} labels are 0 (expected at least two classes, numbered from 0, for a classifier)",
+            labels.len()
+        ));
+    }
+    if present.len() as u64 == u64::from(largest) + 1 {
+        return Ok(());
+    }
+    // The classes missing below the largest label, as ranges: the gaps between present ones.
+    let mut gaps = Vec::new();
+    let mut next = 0u32;
+    for &label in &present {
+        if label > next {
+            gaps.push(if label - 1 == next { next.to_string() } else { format!("{next} to {}", label - 1) });
+        }
+        next = label + 1;
+    }
+    const LISTED: usize = 5;
+    let mut missing = gaps.iter().take(LISTED).cloned().collect::<Vec<_>>().join(", ");
+    if gaps.len() > LISTED {
+        missing.push_str(&format!(" and {} more ranges", gaps.len() - LISTED));
+    }
+    fail(format!(
+        "case {} (counting from 1) has label {largest}, so the labels define the classes 0 to {largest}, \
+         but classes {missing} have no cases (expected every class from 0 to the largest label to have cases); \
+         the label file does not go with the images, or its labels need renumbering",
+        largest_at + 1
+    ))
+}
+
 /// The dataset is named after the image file's name.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn load_idx_dataset(

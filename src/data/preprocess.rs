@@ -43,6 +43,7 @@ impl Preprocessing {
         let fail =
             |message: String| DataError::new(&db.source_name, DataErrorKind::Preprocess(message));
         check_columns(db, input_columns)?;
+        check_distinct(db, input_columns, "an input")?;
         if db.n_cases == 0 {
             return Err(DataError::new(&db.source_name, DataErrorKind::Empty));
         }
@@ -221,6 +222,7 @@ pub fn dataset_from_database(
 ) -> Result<(Dataset, Preprocessing), DataError> {
     let input_columns = db.column_indices(inputs)?;
     let target_columns = db.column_indices(targets)?;
+    check_distinct(db, &target_columns, "a target")?;
     let preprocessing = Preprocessing::fit(db, &input_columns, scaling)?;
     let dataset = preprocessing.apply(db, &input_columns, &target_columns)?;
     Ok((dataset, preprocessing))
@@ -237,4 +239,23 @@ fn check_columns(db: &Database, columns: &[usize]) -> Result<(), DataError> {
         )),
         None => Ok(()),
     }
+}
+
+/// A variable selected twice would silently become two identical units (or outputs).
+fn check_distinct(db: &Database, columns: &[usize], role: &str) -> Result<(), DataError> {
+    let mut first_at = HashMap::with_capacity(columns.len());
+    for (at, &column) in columns.iter().enumerate() {
+        if let Some(first) = first_at.insert(column, at) {
+            return Err(DataError::new(
+                &db.source_name,
+                DataErrorKind::Preprocess(format!(
+                    "variable {} is selected twice as {role}, at places {} and {} of the list (expected each variable at most once)",
+                    db.names[column],
+                    first + 1,
+                    at + 1
+                )),
+            ));
+        }
+    }
+    Ok(())
 }

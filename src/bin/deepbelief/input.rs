@@ -46,7 +46,11 @@ pub fn load_training_data(spec: &DataSpec) -> Result<TrainingData, String> {
             if spec.inputs.is_some() || spec.targets.is_some() {
                 return Err(format!("--inputs and --targets name database columns, but {} is an IDX image file", spec.train_images.display()));
             }
-            (data::load_idx_dataset(&spec.train_images, spec.train_labels.as_deref()).map_err(|e| e.to_string())?, None)
+            let dataset = data::load_idx_dataset(&spec.train_images, spec.train_labels.as_deref()).map_err(|e| e.to_string())?;
+            if let (Some(labels), Some(path)) = (&dataset.labels, &spec.train_labels) {
+                data::idx::check_training_labels(&path.display().to_string(), labels).map_err(|e| e.to_string())?;
+            }
+            (dataset, None)
         }
         FileKind::Database => {
             if let Some(labels) = &spec.train_labels {
