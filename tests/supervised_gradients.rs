@@ -172,3 +172,31 @@ fn dropout_gradient_matches_finite_differences_of_the_thinned_net() {
         assert!(scratch.iter().zip(&reference).all(|(a, b)| (a - b).abs() <= 1e-6 * b.abs().max(1.0)));
     }
 }
+
+/// A forced classifier on real-valued targets (a SYNTH-style database): the class of a case is
+/// its largest target, so the criterion and gradient are those of the one-hot of that class.
+#[test]
+fn softmax_on_continuous_targets_scores_the_largest_target_as_the_class() {
+    let backend = CpuBackend;
+    let net = random_net(&[3, 4, 3], OutputKind::SoftMax, 5);
+    let (inputs, _) = random_cases(40, 3, 3, OutputKind::SoftMax, 17);
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    // Negative values, and rows summing to anything: nothing like probabilities.
+    let targets: Vec<f32> = (0..40 * 3).map(|_| rng.random::<f32>() * 6.0 - 3.0).collect();
+    let one_hot: Vec<f32> = targets
+        .chunks_exact(3)
+        .flat_map(|row| {
+            let class = (0..3).fold(0, |best, k| if row[k] > row[best] { k } else { best });
+            (0..3).map(move |k| if k == class { 1.0 } else { 0.0 })
+        })
+        .collect();
+    let raw = Cases { inputs: &inputs, targets: &targets, n_inputs: 3, n_outputs: 3 };
+    let classes = Cases { targets: &one_hot, ..raw };
+    let value = data_error(&net, &backend, raw);
+    assert!(value >= 0.0, "{value}");
+    assert_eq!(value, data_error(&net, &backend, classes));
+    let (mut from_raw, mut from_classes) = (vec![0.0; net.n_params()], vec![0.0; net.n_params()]);
+    criterion_and_gradient(&net, &backend, raw, 0.1, &mut from_raw);
+    criterion_and_gradient(&net, &backend, classes, 0.1, &mut from_classes);
+    assert_eq!(from_raw, from_classes);
+}

@@ -1,7 +1,8 @@
 //! The training criterion of a supervised net and its exact gradient by backpropagation.
 //!
 //! - Linear outputs: mean squared error, `Σ (o − t)² / (n_cases · n_outputs)`.
-//! - SoftMax outputs: negative log-likelihood per case, `−Σ t · ln max(p, 1e-30) / n_cases`.
+//! - SoftMax outputs: negative log-likelihood per case, `−ln max(p_c, 1e-30) / n_cases`, where
+//!   the true class `c` of a case is its largest target (see [`true_class`]).
 //! - Both plus the weight penalty `PenFac · Σ w² / n_weights` (biases excluded), so the
 //!   penalty's strength does not depend on the size of the net.
 //!
@@ -32,15 +33,32 @@ impl Cases<'_> {
     }
 }
 
-/// The criterion without the penalty, summed (not averaged) over the given outputs.
-pub(super) fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32]) -> f64 {
+/// The class of a case for SoftMax outputs: the index of its largest target, the first one
+/// on ties (as the confusion matrix counts it). Masters, *Deep Belief Nets in C++ and CUDA C*
+/// vol. 1, ch. 2: "If the output is SoftMax, we find the true class by looking for the largest
+/// target value", and ch. 5 for a forced classifier on a database: "for each case, the target
+/// having the maximum value will be assumed to identify the class of the case". Taking the
+/// targets themselves as weights instead lets real-valued targets (negative, or summing to more
+/// than one) drive the log-likelihood below zero without bound.
+pub fn true_class(targets: &[f32]) -> usize {
+    let mut best = 0;
+    for (i, &t) in targets.iter().enumerate() {
+        if t > targets[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// The criterion without the penalty, summed (not averaged) over the given outputs, `width`
+/// to a case.
+pub(super) fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32], width: usize) -> f64 {
     match output {
         OutputKind::Linear => outputs.iter().zip(targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum(),
         OutputKind::SoftMax => outputs
-            .iter()
-            .zip(targets)
-            .filter(|(_, &t)| t != 0.0)
-            .map(|(&p, &t)| -(t as f64) * (p as f64).max(MIN_PROBABILITY).ln())
+            .chunks_exact(width)
+            .zip(targets.chunks_exact(width))
+            .map(|(p, t)| -(p[true_class(t)] as f64).max(MIN_PROBABILITY).ln())
             .sum(),
     }
 }
@@ -67,7 +85,7 @@ pub fn data_error(net: &Network, backend: &dyn Backend, cases: Cases) -> f64 {
     let mut sum = 0.0;
     for (inputs, targets) in cases.blocks(BLOCK_ROWS) {
         let outputs = net.forward_all(backend, inputs).pop().expect("at least one layer");
-        sum += data_error_sum(net.output, &outputs, targets);
+        sum += data_error_sum(net.output, &outputs, targets, cases.n_outputs);
     }
     sum / error_denominator(net.output, cases.n_cases(), cases.n_outputs)
 }
@@ -88,7 +106,7 @@ pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases
     for (inputs, targets) in cases.blocks(BLOCK_ROWS) {
         let activations = net.forward_all(backend, inputs);
         let outputs = activations.last().expect("at least one layer");
-        sum += data_error_sum(net.output, outputs, targets);
+        sum += data_error_sum(net.output, outputs, targets, cases.n_outputs);
         let mut delta = output_delta(net, outputs, targets, denominator);
         for k in (0..net.layers.len()).rev() {
             let layer = &net.layers[k];
@@ -131,7 +149,7 @@ pub fn layer_offsets(net: &Network) -> Vec<usize> {
 }
 
 /// ∂criterion/∂(output logits or values) for one block, already divided by the
-/// criterion's denominator. SoftMax: `p·Σt − t` (targets need not sum to one).
+/// criterion's denominator. SoftMax: `p − onehot(true class)`.
 pub(super) fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], denominator: f64) -> Vec<f32> {
     let width = net.n_outputs();
     let scale = (1.0 / denominator) as f32;
@@ -140,8 +158,8 @@ pub(super) fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], deno
         OutputKind::SoftMax => {
             let mut delta = Vec::with_capacity(outputs.len());
             for (p, t) in outputs.chunks_exact(width).zip(targets.chunks_exact(width)) {
-                let total: f32 = t.iter().sum();
-                delta.extend(p.iter().zip(t).map(|(p, t)| (p * total - t) * scale));
+                let class = true_class(t);
+                delta.extend(p.iter().enumerate().map(|(k, p)| (p - if k == class { 1.0 } else { 0.0 }) * scale));
             }
             delta
         }

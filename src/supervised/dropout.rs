@@ -63,7 +63,7 @@ pub fn dropout_criterion_and_gradient(net: &Network, backend: &dyn Backend, case
         }
     }
     let denominator = error_denominator(net.output, rows, cases.n_outputs);
-    let sum = data_error_sum(net.output, &outputs, cases.targets);
+    let sum = data_error_sum(net.output, &outputs, cases.targets, cases.n_outputs);
     let mut delta = output_delta(net, &outputs, cases.targets, denominator);
     let offsets = layer_offsets(net);
     for k in (0..net.layers.len()).rev() {
