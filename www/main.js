@@ -31,6 +31,8 @@ export const app = {
   paused: false,
   whenReady: () => ready,
   settings: () => model.pageConfig(),
+  // The seed control's value (it also draws the held-out cases).
+  seed: () => model.values().seed,
   // Test hook (not a setting, so not written back): destroy the WebGPU device after this many
   // GPU epochs, to exercise the fall-back to the CPU end to end.
   simulateGpuLossAfter: Number(hash.raw('simulate_gpu_loss')) || 0,

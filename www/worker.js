@@ -14,7 +14,7 @@ let runtime = null;
 let webgpu = null;
 // Replays the last successful data load (and held-out split) into a fresh Playground (reset).
 let replayData = null;
-let heldOutFraction = null;
+let heldOut = null;
 // Shared with the page when isolated: the page sets [0] = 1 to stop a blocking supervised stage.
 const cancelFlag = isolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
@@ -63,7 +63,7 @@ function adoptData(load) {
   if (training.active()) throw new Error('training is running: cancel it before loading other data');
   const summary = load(playground);
   replayData = load;
-  heldOutFraction = null;
+  heldOut = null;
   return announceData(summary);
 }
 
@@ -113,10 +113,12 @@ const core = {
   async loadDatabase({ name, text, inputs = [], targets = [] }) {
     return adoptData((p) => p.load_database(name, text, inputs, targets));
   },
-  async setHeldOut({ fraction }) {
+  // `seed`: the page's seed, which draws the held-out cases of each class (or of the data
+  // when they have no classes).
+  async setHeldOut({ fraction, seed }) {
     if (training.active()) throw new Error('training is running: cancel it before changing the held-out split');
-    const summary = playground.set_held_out(fraction);
-    heldOutFraction = fraction;
+    const summary = playground.set_held_out(fraction, seed ?? undefined);
+    heldOut = { fraction, seed };
     return announceData(summary);
   },
   async dataPreview({ count = 100, columns = 20 }) {
@@ -138,7 +140,7 @@ const core = {
     const fresh = new wasm.Playground();
     if (replayData) {
       replayData(fresh);
-      if (heldOutFraction !== null) fresh.set_held_out(heldOutFraction);
+      if (heldOut !== null) fresh.set_held_out(heldOut.fraction, heldOut.seed ?? undefined);
     }
     playground.free?.();
     playground = fresh;

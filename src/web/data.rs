@@ -5,9 +5,10 @@
 
 use super::{image_to_js, js_error, to_js, Playground};
 use crate::data::{dataset_from_database, idx, parse_database, Dataset, Scaling};
+use crate::model::Rbm;
 use crate::report::image_grid::{self, Scaling as TileScaling};
 use crate::supervised::evaluation::label_class_names;
-use crate::supervised::pipeline::spread;
+use rand::seq::index::sample;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -66,16 +67,22 @@ impl Playground {
         self.install_data(dataset, Some(preprocessing))
     }
 
-    /// Holds out `fraction` of the cases (in [0, 0.5]), spread evenly through the data: they
-    /// never train, they give the held-out free energy and they are the supervised test set.
-    /// Takes effect for the next run.
-    pub fn set_held_out(&mut self, fraction: f64) -> Result<JsValue, JsError> {
+    /// Holds out `fraction` of the cases (in [0, 0.5]): the same share of every class where the
+    /// data have classes, otherwise a random choice drawn from `seed` (kept from the last call
+    /// when `None`). Held-out cases never train, they give the held-out free energy and they
+    /// are the supervised test set. Takes effect for the next run.
+    pub fn set_held_out(&mut self, fraction: f64, seed: Option<u32>) -> Result<JsValue, JsError> {
         if !(fraction.is_finite() && (0.0..=0.5).contains(&fraction)) {
             return Err(JsError::new(&format!("held_out: expected a finite number in [0, 0.5], got {fraction}")));
         }
-        let n_cases = self.data()?.n_cases;
-        self.split = Split::new(n_cases, fraction);
+        self.data()?;
+        self.split = self.new_split(fraction, seed.unwrap_or(self.split.seed));
         to_js(&self.summary()?)
+    }
+
+    /// The held-out cases, ascending.
+    pub fn held_out_cases(&self) -> Vec<u32> {
+        self.split.held_out.iter().map(|&case| case as u32).collect()
     }
 
     /// The current data's summary (`null` before any load).
@@ -145,8 +152,8 @@ impl Playground {
             self.release_gpu_layer();
             self.drop_chains();
         }
-        self.split = Split::new(dataset.n_cases, self.split.fraction);
         self.data = Some(dataset);
+        self.split = self.new_split(self.split.fraction, self.split.seed);
         self.preprocessing = preprocessing;
         to_js(&self.summary()?)
     }
@@ -160,6 +167,12 @@ impl Playground {
         }
         let labels = data.labels.as_ref()?;
         Some((labels.clone(), label_class_names(labels)))
+    }
+
+    fn new_split(&self, fraction: f64, seed: u32) -> Split {
+        let n_cases = self.data.as_ref().map_or(0, |d| d.n_cases);
+        let classes = self.classes();
+        Split::new(n_cases, classes.as_ref().map(|(classes, names)| (&classes[..], names.len())), fraction, seed)
     }
 
     fn summary(&self) -> Result<DataSummary, JsError> {
@@ -199,17 +212,37 @@ impl Playground {
 pub(super) struct Split {
     /// The fraction asked for, kept when new data are loaded.
     pub fraction: f64,
+    /// The seed of the random choice, kept when new data are loaded.
+    pub seed: u32,
     /// Ascending case indices.
     pub held_out: Vec<usize>,
 }
 
 impl Split {
-    /// `round(fraction · n_cases)` cases spread evenly through the data, so data stored class
-    /// by class, or interleaved, are held out in proportion.
-    pub fn new(n_cases: usize, fraction: f64) -> Split {
+    /// `round(fraction · n_cases)` cases chosen at random from `seed`. With `classes` (one per
+    /// case, below `n_classes`) every class gives its own share, within one case: a data set
+    /// stored class by class, or interleaved with a period, would otherwise be held out
+    /// unevenly by any choice that follows the order (every k-th case held out only zeros).
+    pub fn new(n_cases: usize, classes: Option<(&[u32], usize)>, fraction: f64, seed: u32) -> Split {
         let count = (fraction * n_cases as f64).round() as usize;
-        let held_out = if count == 0 { Vec::new() } else { spread(n_cases, count) };
-        Split { fraction, held_out }
+        let mut rng = Rbm::seeded_rng(u64::from(seed));
+        let mut held_out = match classes {
+            Some((classes, n_classes)) if classes.len() == n_cases => {
+                let mut members = vec![Vec::new(); n_classes];
+                for (case, &class) in classes.iter().enumerate() {
+                    members[class as usize].push(case);
+                }
+                let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
+                members
+                    .iter()
+                    .zip(class_shares(&sizes, fraction, count))
+                    .flat_map(|(cases, share)| sample(&mut rng, cases.len(), share).into_iter().map(|k| cases[k]).collect::<Vec<_>>())
+                    .collect()
+            }
+            _ => sample(&mut rng, n_cases, count).into_vec(),
+        };
+        held_out.sort_unstable();
+        Split { fraction, seed, held_out }
     }
 
     /// The cases that are not held out, ascending.
@@ -226,4 +259,26 @@ impl Split {
             })
             .collect()
     }
+}
+
+/// Splits `total` (about `fraction` of all cases) over classes of `sizes` cases by largest
+/// remainders: each class gets the floor or the ceiling of `fraction · size`, and the shares
+/// add up to `total`.
+fn class_shares(sizes: &[usize], fraction: f64, total: usize) -> Vec<usize> {
+    let exact: Vec<f64> = sizes.iter().map(|&size| fraction * size as f64).collect();
+    let mut shares: Vec<usize> = exact.iter().zip(sizes).map(|(share, &size)| (share.floor() as usize).min(size)).collect();
+    let mut by_remainder: Vec<usize> = (0..sizes.len()).collect();
+    // Stable: equal remainders go to the lower class first.
+    by_remainder.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
+    let mut missing = total.saturating_sub(shares.iter().sum());
+    for class in by_remainder {
+        if missing == 0 {
+            break;
+        }
+        if shares[class] < sizes[class] {
+            shares[class] += 1;
+            missing -= 1;
+        }
+    }
+    shares
 }

@@ -61,7 +61,7 @@ export function mountData(section, app) {
     const fraction = Number($('held-out').value);
     showError($('held-out-error'), '');
     try {
-      await app.rpc('setHeldOut', { fraction });
+      await app.rpc('setHeldOut', { fraction, seed: app.seed() });
       hash.set('held_out', fraction);
     } catch (error) {
       showError($('held-out-error'), error.message);
@@ -73,6 +73,10 @@ export function mountData(section, app) {
       return;
     }
     applyHeldOut();
+  });
+  // The seed draws the held-out cases, so a link's seed gives its split.
+  app.on('seed_changed', () => {
+    if (app.data && !app.running) applyHeldOut();
   });
 
   // IDX files: picked or dropped; the labels file is told apart by its name (idx1, labels).

@@ -108,6 +108,7 @@ export function mountModel(section, app) {
     values[key] = value;
     hash.put(key, formatValue(value) === formatValue(base[key]) ? null : formatValue(value));
     refresh();
+    if (key === 'seed') app.emit('seed_changed', { seed: value });
   }
 
   function applyPreset(name) {
