@@ -158,28 +158,41 @@ export function mountData(section, app) {
     drawClassBalance(summary);
   });
 
+  // One bar per class on one scale (the tallest class fills the track), the held-out cases
+  // stacked on the training ones in a lighter shade; the caption gives the scale.
   function drawClassBalance(summary) {
     const counts = summary.class_counts ?? [];
     const names = summary.class_names?.length ? summary.class_names : counts.map((_, k) => String(k));
     const heldOut = summary.held_out_class_counts ?? [];
     const most = Math.max(1, ...counts);
+    const segment = (kind, cases, bottom) => {
+      const fill = document.createElement('span');
+      fill.className = `fill ${kind}`;
+      fill.style.bottom = `${(100 * bottom) / most}%`;
+      fill.style.height = `${(100 * cases) / most}%`;
+      return fill;
+    };
     const bars = counts.map((count, k) => {
+      const held = Math.min(count, heldOut[k] ?? 0);
       const bar = document.createElement('div');
       bar.className = 'bar';
-      bar.title = `${names[k]}: ${count} cases${heldOut[k] !== undefined ? ` (${heldOut[k]} held out)` : ''}`;
+      bar.title = `${names[k]}: ${count.toLocaleString()} cases, ${(count - held).toLocaleString()} training and ${held.toLocaleString()} held out`;
       bar.setAttribute('role', 'img');
       bar.setAttribute('aria-label', bar.title);
-      const fill = document.createElement('span');
-      fill.className = 'fill';
-      fill.style.height = `${(100 * count) / most}%`;
+      Object.assign(bar.dataset, { count, heldOut: held });
+      const track = document.createElement('span');
+      track.className = 'track';
+      track.append(segment('train', count - held, 0), segment('held-out', held, count - held));
       const label = document.createElement('span');
       label.className = 'label';
       label.textContent = names[k];
-      bar.append(fill, label);
+      bar.append(track, label);
       return bar;
     });
     $('class-balance').replaceChildren(...bars);
-    $('class-balance').hidden = !counts.length;
+    const least = counts.length ? Math.min(...counts) : 0;
+    $('class-balance-scale').textContent = `Cases per class, to one scale: from ${least.toLocaleString()} to ${most.toLocaleString()} (the tallest bar).`;
+    $('class-balance-figure').hidden = !counts.length;
   }
 
   return {
