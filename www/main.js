@@ -36,6 +36,9 @@ export const app = {
   // Test hook (not a setting, so not written back): destroy the WebGPU device after this many
   // GPU epochs, to exercise the fall-back to the CPU end to end.
   simulateGpuLossAfter: Number(hash.raw('simulate_gpu_loss')) || 0,
+  // The most bytes a data URL may download (the worker's cap, 256 MiB); the test hook
+  // max_fetch_bytes can only lower it.
+  maxFetchBytes: Math.min(Number(hash.raw('max_fetch_bytes')) || 2 ** 28, 2 ** 28),
   cancel,
 };
 window.app = app;

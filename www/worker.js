@@ -6,6 +6,7 @@
 // cross-origin isolated pages; anywhere else (plain static servers, iframes) we load the
 // single-threaded package. WebGPU works in both.
 import { createTrainingRun } from './worker/training.js';
+import { fetchBytes, MAX_FETCH_BYTES } from './worker/fetch.js';
 
 const isolated = self.crossOriginIsolated === true;
 let wasm = null;
@@ -42,17 +43,6 @@ async function checkWebGpu() {
   } catch (error) {
     return { available: false, reason: message(error) };
   }
-}
-
-async function fetchBytes(url) {
-  let response;
-  try {
-    response = await fetch(url);
-  } catch (error) {
-    throw new Error(`${url}: could not be fetched (${message(error)}; the server must allow cross-origin requests)`);
-  }
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
-  return new Uint8Array(await response.arrayBuffer());
 }
 
 const baseName = (url) => decodeURIComponent(new URL(url, self.location.href).pathname.split('/').pop() || url);
@@ -103,8 +93,10 @@ const core = {
     const labelBytes = labels ? new Uint8Array(labels.buffer) : undefined;
     return adoptData((p) => p.load_idx(images.name, imageBytes, labels?.name, labelBytes));
   },
-  async loadIdxUrl({ imagesUrl, labelsUrl }) {
-    const [images, labels] = await Promise.all([fetchBytes(imagesUrl), labelsUrl ? fetchBytes(labelsUrl) : null]);
+  // `maxBytes` may lower the download cap (a test hook), never raise it.
+  async loadIdxUrl({ imagesUrl, labelsUrl, maxBytes = MAX_FETCH_BYTES }) {
+    const cap = { maxBytes: Math.min(Number(maxBytes) || MAX_FETCH_BYTES, MAX_FETCH_BYTES) };
+    const [images, labels] = await Promise.all([fetchBytes(imagesUrl, cap), labelsUrl ? fetchBytes(labelsUrl, cap) : null]);
     return adoptData((p) => p.load_idx(baseName(imagesUrl), images, labels ? baseName(labelsUrl) : undefined, labels ?? undefined));
   },
   async databaseColumns({ name, text }) {

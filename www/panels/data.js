@@ -47,6 +47,7 @@ export function mountData(section, app) {
     try {
       const summary = await app.rpc(cmd, args, transfer);
       lastLoad = { cmd, args: kept };
+      $('url-prompt').hidden = true;
       hash.set('data', source);
       if (source !== 'url') { hash.set('images_url', ''); hash.set('labels_url', ''); }
       await applyHeldOut();
@@ -115,8 +116,34 @@ export function mountData(section, app) {
       showError($('url-error'), 'Enter the URL of an IDX images file.');
       return;
     }
-    const summary = await load('url', 'loadIdxUrl', { imagesUrl, labelsUrl: labelsUrl || null });
+    await loadUrls(imagesUrl, labelsUrl);
+  });
+
+  async function loadUrls(imagesUrl, labelsUrl) {
+    const summary = await load('url', 'loadIdxUrl', { imagesUrl, labelsUrl: labelsUrl || null, maxBytes: app.maxFetchBytes });
     if (summary) { hash.set('images_url', imagesUrl); hash.set('labels_url', labelsUrl); }
+    return summary;
+  }
+
+  // A link's URLs are shown, not fetched: a link must not make the page download from
+  // anywhere, or anything large, without the visitor agreeing.
+  function askToLoad(imagesUrl, labelsUrl) {
+    $('url-prompt-images').textContent = imagesUrl;
+    $('url-prompt-labels').textContent = labelsUrl;
+    $('url-prompt-labels-part').hidden = !labelsUrl;
+    $('url-prompt-cap').textContent = `${Math.round(app.maxFetchBytes / 2 ** 20)} MiB`;
+    $('url-prompt').hidden = false;
+  }
+  $('url-prompt-load').addEventListener('click', async () => {
+    $('url-prompt').hidden = true;
+    await loadUrls($('url-prompt-images').textContent, $('url-prompt-labels').textContent);
+  });
+  $('url-prompt-dismiss').addEventListener('click', () => {
+    $('url-prompt').hidden = true;
+    showSource('default');
+    hash.set('data', 'default');
+    hash.set('images_url', '');
+    hash.set('labels_url', '');
   });
 
   // DEEP database: read the column names first, then load with the chosen ones.
@@ -196,8 +223,9 @@ export function mountData(section, app) {
   }
 
   return {
-    // The data choice of the hash: a URL is fetched again; picked files cannot be, so the
-    // built-in data loads and the panel says so.
+    // The data choice of the hash: a URL is offered for loading (fetched only on the
+    // visitor's click); picked files cannot be reloaded, so the built-in data loads and the
+    // panel says so.
     async loadInitial() {
       $('held-out').value = hash.get('held_out');
       const source = hash.get('data');
@@ -205,8 +233,10 @@ export function mountData(section, app) {
         showSource('url');
         $('url-images').value = hash.get('images_url');
         $('url-labels').value = hash.get('labels_url');
-        const summary = await load('url', 'loadIdxUrl', { imagesUrl: hash.get('images_url'), labelsUrl: hash.get('labels_url') || null });
-        if (summary) return;
+        askToLoad(hash.get('images_url'), hash.get('labels_url'));
+        const summary = await app.rpc('loadDefault').catch((error) => showError($('data-error'), error.message));
+        if (summary) await applyHeldOut();
+        return;
       }
       if (source === 'file' || source === 'database') {
         showSource(source);
