@@ -3,13 +3,16 @@
 //! `future_to_promise`: the trainer is moved out for the await and moved back afterwards.
 //! After every epoch the trainer's whole state is downloaded as a `CdCheckpoint` (cheap at the
 //! page's sizes): the filters are drawn from it and, if the device is lost, the CPU resumes from
-//! it exactly (same momentum, shuffle and random streams), so no finished epoch is lost.
+//! it exactly (same momentum, shuffle and random streams), so no finished epoch is lost. Each
+//! epoch's event carries the per-epoch monitor (free energy of training and held-out cases,
+//! …), measured on the device on the cases the CPU would measure.
 
 use super::{js_error, to_js, Playground};
 use crate::gpu::chains::GpuChains;
 use crate::gpu::trainer::GpuCdTrainer;
 use crate::gpu::GpuContext;
 use crate::train::schedule::StopReason;
+use crate::train::monitor::EpochMetrics;
 use crate::train::{CdCheckpoint, CdTrainer, EpochReport, GreedyEvent};
 use wasm_bindgen::prelude::*;
 
@@ -39,6 +42,14 @@ impl GpuState {
     pub fn context(&self) -> Option<crate::gpu::GpuContext> {
         self.ctx.clone().or_else(|| self.layer.as_ref().and_then(|l| l.trainer.as_ref()).map(|t| t.context().clone()))
     }
+}
+
+/// After an epoch on the device: the monitor's figures for it, measured there, and the
+/// trainer's state. A failure of either is the device's, as one of the epoch.
+async fn measured_epoch(trainer: &GpuCdTrainer, report: EpochReport) -> Result<(EpochReport, Option<EpochMetrics>, CdCheckpoint), String> {
+    let metrics = trainer.measure_epoch().await.map_err(|e| e.to_string())?;
+    let state = trainer.checkpoint().await.map_err(|e| e.to_string())?;
+    Ok((report, metrics, state))
 }
 
 impl GpuLayer {
@@ -84,14 +95,18 @@ impl Playground {
             return Err(JsError::new("a layer is already training on the GPU"));
         }
         let Some(ctx) = gpu.ctx.take() else { return Ok(Some("no WebGPU device".into())) };
-        match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(data)) {
-            Ok(gpu_trainer) => {
-                gpu.layer = Some(GpuLayer { layer: trainer.current_layer(), trainer: Some(gpu_trainer), synced: None });
-                gpu.failure = None;
-                Ok(None)
-            }
-            Err(e) => Ok(Some(e.to_string())),
+        let mut gpu_trainer = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(data)) {
+            Ok(gpu_trainer) => gpu_trainer,
+            Err(e) => return Ok(Some(e.to_string())),
+        };
+        // Every epoch carries the monitor, measured on the device like the CPU's.
+        if let Err(e) = gpu_trainer.set_monitor(trainer.held_out(), trainer.config.monitor_cases) {
+            gpu.ctx = Some(gpu_trainer.into_context());
+            return Ok(Some(e.to_string()));
         }
+        gpu.layer = Some(GpuLayer { layer: trainer.current_layer(), trainer: Some(gpu_trainer), synced: None });
+        gpu.failure = None;
+        Ok(None)
     }
 
     /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
@@ -110,17 +125,17 @@ impl Playground {
                 (layer.layer, layer.trainer.take().ok_or_else(|| JsValue::from_str("a GPU epoch is already running"))?)
             };
             let outcome = match trainer.train_epoch().await {
-                Ok(report) => trainer.checkpoint().await.map(|state| (report, state)).map_err(|e| e.to_string()),
+                Ok(report) => measured_epoch(&trainer, report).await,
                 Err(e) => Err(e.to_string()),
             };
             let mut gpu = state.borrow_mut();
             match outcome {
-                Ok((report, state)) => {
+                Ok((report, metrics, state)) => {
                     gpu.pending_epochs.push((layer, report.clone()));
                     let entry = gpu.layer.as_mut().expect("the layer stays while its epoch runs");
                     entry.synced = Some(state);
                     entry.trainer = Some(trainer);
-                    to_js(&GreedyEvent::Epoch { layer, report, metrics: None }).map_err(JsValue::from)
+                    to_js(&GreedyEvent::Epoch { layer, report, metrics }).map_err(JsValue::from)
                 }
                 Err(message) => {
                     // The device (and the trainer with it) is dropped; a later run makes a new one.

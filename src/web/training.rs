@@ -62,7 +62,8 @@ impl Playground {
                 let layer = trainer.current_layer();
                 if !layer_trainer.finished() {
                     let report = layer_trainer.train_epoch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
-                    return Ok(GreedyEvent::Epoch { layer, report, metrics: None });
+                    let metrics = trainer.measure_layer(&CpuBackend, &layer_trainer.rbm, data, report.epoch);
+                    return Ok(GreedyEvent::Epoch { layer, report, metrics });
                 }
                 let done = fallback.take().expect("checked above");
                 trainer.adopt_trained_layer(done.rbm, done.epoch, done.stopped.expect("finished")).map_err(js_error)?;
@@ -91,7 +92,10 @@ impl Playground {
                 if !layer_trainer.finished() {
                     return Ok(match layer_trainer.train_next_batch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)? {
                         BatchStep::Batch(report) => BatchEvent::Batch(LayerBatch { layer, report }),
-                        BatchStep::EpochEnded(report) => BatchEvent::Greedy(GreedyEvent::Epoch { layer, report, metrics: None }),
+                        BatchStep::EpochEnded(report) => {
+                            let metrics = trainer.measure_layer(&CpuBackend, &layer_trainer.rbm, data, report.epoch);
+                            BatchEvent::Greedy(GreedyEvent::Epoch { layer, report, metrics })
+                        }
                     });
                 }
                 let done = fallback.take().expect("checked above");

@@ -1,0 +1,116 @@
+#![cfg(target_arch = "wasm32")]
+//! The page's WebGPU training in headless Chromium (`wasm-pack test --headless --chrome`):
+//! every epoch event carries the per-epoch monitor (the free-energy chart plots
+//! `metrics.free_energy_train` against `metrics.free_energy_held_out`), measured on the device,
+//! and after a lost device the CPU's epochs carry it too. The figures of a layer's last epoch
+//! are the CPU reference's (`measure_epoch`) on the saved layer, whose sorted hidden units
+//! neither the free energy nor the reconstruction sees; tolerance 1e-5 relative (f32 sums on
+//! the device).
+
+#[allow(dead_code)] // the helpers this file does not use
+mod web_playground_common;
+
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::data::{idx, Dataset};
+use deepbelief::train::monitor::{measure_epoch, monitor_seed};
+use serde_json::{json, Value};
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+use web_playground_common::{js, json, loaded, synthetic_idx};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const CASES: usize = 90;
+const MONITOR_CASES: usize = 1000;
+const SEED: u64 = 5;
+
+fn settings() -> Value {
+    json!({
+        "stack": { "layers": [8], "monitor_cases": MONITOR_CASES, "rbm": { "epochs": 3, "batch_size": 10, "init_trials": 2, "seed": SEED } },
+        "supervised": null,
+    })
+}
+
+/// A playground with 20% held out and the run started up to its first layer's start.
+fn started() -> deepbelief::web::Playground {
+    let mut pg = loaded(CASES);
+    pg.set_held_out(0.2, Some(3)).unwrap();
+    pg.start_training(js(settings())).unwrap();
+    assert_eq!(json(pg.step().unwrap())["event"], "layer_started");
+    pg
+}
+
+/// The page's training and held-out cases, as the run sees them.
+fn split(pg: &deepbelief::web::Playground) -> (Dataset, Dataset) {
+    let (images, labels) = synthetic_idx(CASES);
+    let parsed = idx::parse_idx_images("synthetic-images", &images).unwrap();
+    let labels = idx::parse_idx_labels("synthetic-labels", &labels).unwrap();
+    let all = idx::dataset_from_idx(parsed, Some(("synthetic-labels".into(), labels)), "synthetic-images").unwrap();
+    let held: Vec<usize> = pg.held_out_cases().into_iter().map(|c| c as usize).collect();
+    assert!(!held.is_empty());
+    let training: Vec<usize> = (0..CASES).filter(|c| !held.contains(c)).collect();
+    (all.subset(&training), all.subset(&held))
+}
+
+fn assert_monitored(event: &Value) {
+    let metrics = &event["metrics"];
+    for key in ["free_energy_train", "free_energy_held_out", "recon_mse", "pseudo_log_likelihood"] {
+        assert!(metrics[key].as_f64().is_some_and(f64::is_finite), "epoch {}: metrics.{key} missing: {event}", event["report"]["epoch"]);
+    }
+}
+
+/// Closes the layer (the next `step`) and checks `last` (its last epoch event) against the CPU
+/// reference on the saved layer.
+fn check_against_cpu(pg: &mut deepbelief::web::Playground, last: &Value) {
+    assert_eq!(json(pg.step().unwrap())["event"], "layer_finished");
+    let saved = deepbelief::model::format::from_json("model.json", &pg.save_model().unwrap()).unwrap();
+    let (training, held_out) = split(pg);
+    let epoch = last["report"]["epoch"].as_u64().unwrap() as usize;
+    let reference = measure_epoch(&CpuBackend, &saved.dbn.layers[0], &training, Some(&held_out), MONITOR_CASES, monitor_seed(SEED, epoch));
+    let metrics = &last["metrics"];
+    let pairs = [
+        ("free_energy_train", reference.free_energy_train),
+        ("free_energy_held_out", reference.free_energy_held_out.unwrap()),
+        ("recon_mse", reference.recon_mse),
+        ("pseudo_log_likelihood", reference.pseudo_log_likelihood.unwrap()),
+    ];
+    for (key, cpu) in pairs {
+        let page = metrics[key].as_f64().unwrap();
+        assert!((page - cpu).abs() <= 1e-5 * cpu.abs().max(1e-3), "epoch {epoch}: metrics.{key}: page {page}, CPU reference {cpu}");
+    }
+}
+
+#[wasm_bindgen_test]
+async fn webgpu_epochs_carry_the_monitor_of_the_cpu_reference() {
+    let mut pg = started();
+    JsFuture::from(pg.gpu_connect()).await.expect("WebGPU adapter (Chromium needs --enable-unsafe-webgpu)");
+    assert_eq!(pg.gpu_begin_layer().unwrap(), None, "the layer trains on the GPU");
+    let mut last = None;
+    while pg.gpu_layer_active() {
+        let event = json(JsFuture::from(pg.gpu_epoch()).await.expect("a GPU epoch"));
+        assert_eq!(event["event"], "epoch");
+        assert_monitored(&event);
+        last = Some(event);
+    }
+    check_against_cpu(&mut pg, &last.expect("at least one GPU epoch"));
+}
+
+#[wasm_bindgen_test]
+async fn epochs_after_a_lost_device_carry_the_monitor() {
+    let mut pg = started();
+    JsFuture::from(pg.gpu_connect()).await.expect("WebGPU adapter");
+    assert_eq!(pg.gpu_begin_layer().unwrap(), None);
+    assert_monitored(&json(JsFuture::from(pg.gpu_epoch()).await.expect("a GPU epoch")));
+    pg.gpu_simulate_loss();
+    assert!(JsFuture::from(pg.gpu_epoch()).await.is_err(), "an epoch on a lost device fails");
+    pg.gpu_fall_back().unwrap();
+    let last = loop {
+        let event = json(pg.step().unwrap());
+        assert_eq!(event["event"], "epoch", "expected the CPU's epochs, got {event}");
+        assert_monitored(&event);
+        if event["report"]["stop"] != Value::Null {
+            break event;
+        }
+    };
+    check_against_cpu(&mut pg, &last);
+}
