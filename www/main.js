@@ -33,6 +33,9 @@ export const app = {
   settings: () => model.pageConfig(),
   // The seed control's value (it also draws the held-out cases).
   seed: () => model.values().seed,
+  // Every control's value, and setting them (a restored model's settings).
+  settingValues: () => model.values(),
+  applySettings: (values) => model.applySettings(values),
   // Test hook (not a setting, so not written back): destroy the WebGPU device after this many
   // GPU epochs, to exercise the fall-back to the CPU end to end.
   simulateGpuLossAfter: Number(hash.raw('simulate_gpu_loss')) || 0,

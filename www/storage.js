@@ -3,6 +3,7 @@
 // of its visible size is loaded), and export DEEP.LOG and the activation file.
 import { el, errorText, field, inlineError, panel } from './views/canvas.js';
 import { createStore, del as idbDel, get as idbGet, set as idbSet } from './vendor/idb-keyval.js';
+import { MODEL_KEYS, describeDifferences, savedModelValues, settingDifferences } from './model-settings.js';
 
 const SAVED_KEY = 'latest';
 
@@ -47,6 +48,7 @@ export function mountStorage(container, app) {
   const uploadError = inlineError('model-upload-error');
   const forget = el('button', { id: 'model-forget', type: 'button', title: 'Delete the model this browser keeps; the model on the page stays.' }, 'Forget saved model');
   const status = el('p', { id: 'storage-status', className: 'view-note', role: 'status', 'aria-live': 'polite' }, 'No model saved in this browser yet.');
+  const restoreSaved = el('button', { id: 'storage-restore-saved', type: 'button', hidden: true, title: "Load the model saved in this browser and set the settings to the ones it was trained with." }, 'Restore it with its settings');
   const logButton = el('button', { id: 'export-log', type: 'button', title: "Download DEEP.LOG: every layer's initialisation trials, epochs and stopping reason." }, 'Export DEEP.LOG');
   const layer = el('select', { id: 'activation-layer' }, ...activationChoices(null));
   const activationsButton = el('button', { id: 'export-activations', type: 'button', title: "Download the chosen layer's hidden activations for every data case, as DEEP writes them." }, 'Export activations');
@@ -56,13 +58,19 @@ export function mountStorage(container, app) {
       saveButton,
       field('Load model.json', upload, { title: 'Load a model.json saved by this page or by the command-line tool; the current model stays if the file is bad.' }),
       uploadError, forget),
-    status,
+    status, restoreSaved,
     el('div', { className: 'view-controls', dataset: { hideKey: 'exports' } },
       logButton, field('Activations of', layer, { title: 'Which RBM layer\'s activations to export.' }), activationsButton, exportError));
 
   let restoreTried = false;
   // The text of the model last saved or restored, for a restarted engine.
   let lastSavedText = null;
+  // A saved model left out beside a link's settings, until "Restore it with its settings".
+  let pending = null;
+  const dropPending = () => {
+    pending = null;
+    restoreSaved.hidden = true;
+  };
 
   const showStatus = (text) => { status.textContent = text; };
 
@@ -72,6 +80,8 @@ export function mountStorage(container, app) {
 
   // Saves the model in IndexedDB and hands the text to the page (J-core restarts a worker from it).
   async function keep(reason) {
+    // A newer model replaces the saved one that was left out.
+    dropPending();
     let text;
     try {
       text = await app.rpc('model_save');
@@ -105,16 +115,45 @@ export function mountStorage(container, app) {
       showStatus(`The saved model (${entry.nVisible} inputs) does not fit this data (${dataSummary.n_inputs} inputs), so it was not restored; it stays saved.`);
       return;
     }
+    // The model and the controls must agree. A link's own settings are what it shares, so
+    // they stand and the model waits for a click; without any, the model's settings are set.
+    let modelValues = {};
+    try {
+      modelValues = savedModelValues(JSON.parse(entry.text));
+    } catch {
+      // Not JSON: loading it below reports what is wrong.
+    }
+    const differences = settingDifferences(app.settingValues(), modelValues);
+    if (differences.length && app.hash.keys().some((key) => MODEL_KEYS.has(key))) {
+      pending = { entry, modelValues, differences };
+      restoreSaved.hidden = false;
+      status.dataset.notRestored = entry.savedAt;
+      showStatus(`The model saved in this browser was not restored, because this link's settings differ from the ones it was trained with (${describeDifferences(differences)}). It stays saved.`);
+      return;
+    }
+    await restoreEntry(entry, modelValues, differences);
+  }
+
+  async function restoreEntry(entry, modelValues, differences) {
     try {
       const restored = await app.rpc('model_load', { name: 'saved model', text: entry.text });
       lastSavedText = entry.text;
       app.emit('model_saved', { text: entry.text });
+      if (differences.length) app.applySettings(modelValues);
+      app.emit('model_loaded', { summary: restored, name: "this browser's saved model" });
       status.dataset.restored = entry.savedAt;
-      showStatus(`Restored the model saved at ${new Date(entry.savedAt).toLocaleString()}: ${describeModel(restored)}.`);
+      const settings = differences.length ? ` The settings below are the model's (they differed: ${describeDifferences(differences)}).` : '';
+      showStatus(`Restored the model saved at ${new Date(entry.savedAt).toLocaleString()}: ${describeModel(restored)}.${settings}`);
     } catch (error) {
       showStatus(`The saved model could not be restored (${errorText(error)}).`);
     }
   }
+  restoreSaved.addEventListener('click', async () => {
+    if (!pending) return;
+    const { entry, modelValues, differences } = pending;
+    dropPending();
+    await restoreEntry(entry, modelValues, differences);
+  });
 
   saveButton.addEventListener('click', async () => {
     try {
@@ -132,6 +171,7 @@ export function mountStorage(container, app) {
     try {
       const text = await file.text();
       const loaded = await app.rpc('model_load', { name: file.name, text });
+      app.emit('model_loaded', { summary: loaded, name: file.name });
       await keep(`Loaded ${file.name}: ${describeModel(loaded)}.`);
     } catch (error) {
       uploadError.show(`${file.name}: ${errorText(error)}. The current model is unchanged.`);
@@ -141,6 +181,7 @@ export function mountStorage(container, app) {
   });
 
   forget.addEventListener('click', async () => {
+    dropPending();
     await del(SAVED_KEY).catch(() => {});
     delete status.dataset.saved;
     showStatus('This browser no longer keeps a saved model.');

@@ -129,6 +129,9 @@ const core = {
   async reset() {
     await training.cancel();
     await training.finishedPromise();
+    // The chains and the dream belong to the model that goes.
+    await commands.chains_stop?.();
+    await commands.dream_stop?.();
     const fresh = new wasm.Playground();
     if (replayData) {
       replayData(fresh);

@@ -221,5 +221,17 @@ export function mountModel(section, app) {
     clearErrors() {
       for (const key of controls.keys()) showError(key, '');
     },
+    // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.
+    applySettings(newValues) {
+      for (const [key, value] of Object.entries(newValues)) {
+        if (!controls.has(key)) continue;
+        values[key] = value;
+        writeControl(key, value);
+        showError(key, '');
+        hash.put(key, formatValue(value) === formatValue(base[key]) ? null : formatValue(value));
+      }
+      refresh();
+      if ('seed' in newValues) app.emit('seed_changed', { seed: values.seed });
+    },
   };
 }

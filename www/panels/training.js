@@ -194,6 +194,16 @@ export function mountTraining(section, app, model) {
     if (app.running) delete $('train-status').dataset.finished;
     setButtons();
   });
+  // A model from a file or this browser's storage replaces whatever the last run or Reset
+  // left: the status names it.
+  app.on('model_loaded', ({ summary, name }) => {
+    if (app.running || !summary?.layers?.length) return;
+    run = null;
+    $('train-steps').replaceChildren();
+    const sizes = [summary.layers[0][0], ...summary.layers.map(([, hidden]) => hidden)].join('–');
+    const supervised = summary.supervised ? ' with supervised layers' : '';
+    setProgress(0, `Model loaded from ${name}: RBM stack ${sizes}${supervised}. Start trains a new one from scratch.`);
+  });
   app.on('notice', ({ message }) => showText($('train-notice'), message));
   for (const event of ['ready', 'data', 'model']) app.on(event, setButtons);
   setButtons();

@@ -10,6 +10,13 @@ export function drawImage(canvas, image) {
   canvas.dataset.drawn = String(Number(canvas.dataset.drawn || 0) + 1);
 }
 
+// Empties a canvas drawn by drawImage (the model it showed is gone).
+export function clearImage(canvas) {
+  canvas.width = 1;
+  canvas.height = 1;
+  delete canvas.dataset.steps;
+}
+
 // Builds a child element: el('p', { id: 'x', className: 'note', title: '…' }, 'text', child).
 export function el(tag, props = {}, ...children) {
   const element = document.createElement(tag);

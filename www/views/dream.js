@@ -1,6 +1,6 @@
 // The dream: one generative chain from a random top-layer state, propagated down to the pixels
 // and drawn large as it wanders, with its own step counter and a filmstrip of recent frames.
-import { drawImage, el, errorText, panel, settingsSeed } from './canvas.js';
+import { clearImage, drawImage, el, errorText, panel, settingsSeed } from './canvas.js';
 import { liveControls } from './gibbs.js';
 
 const FILM_FRAMES = 8;
@@ -53,7 +53,16 @@ export function mountDream(container, app) {
     if (!started) startDream();
   };
   app.on('epoch', startOnce);
-  app.on('model', startOnce);
+  // No model (Reset, or data of another size): the dream and its filmstrip go with it.
+  app.on('model', ({ summary }) => {
+    if (summary) return startOnce();
+    started = false;
+    clearImage(canvas);
+    film.replaceChildren();
+    framesSeen = 0;
+    live.steps.textContent = '0';
+    note.textContent = 'The dream starts once a model exists.';
+  });
   // A new engine has no dream: the next model starts them again.
   app.on('worker_restarted', () => {
     started = false;

@@ -1,7 +1,7 @@
 // Receptive fields: each first-layer hidden unit's weights drawn over the image, in DEEP's grey
 // mode (zero mid-grey, white positive, black negative) or colour mode (red positive, blue
 // negative, black zero), refreshed after each first-layer epoch and whenever the model changes.
-import { coalesce, drawImage, el, errorText, field, inlineError, panel, readNumber } from './canvas.js';
+import { clearImage, coalesce, drawImage, el, errorText, field, inlineError, panel, readNumber } from './canvas.js';
 
 const MAX_FILTERS = 1024;
 
@@ -43,7 +43,9 @@ export function mountFilters(container, app) {
       canvas.dataset.mode = mode.value;
       note.textContent = mode.value === 'grey' ? 'Grey mode: mid-grey is zero, lighter positive, darker negative.' : 'Colour mode: red positive, blue negative, black zero; each tile scaled by its largest weight.';
     } catch (error) {
-      note.textContent = /no model/i.test(errorText(error)) ? 'Train a model to see its receptive fields.' : `Could not draw the filters: ${errorText(error)}`;
+      const noModel = /no model/i.test(errorText(error));
+      if (noModel) clearImage(canvas);
+      note.textContent = noModel ? 'Train a model to see its receptive fields.' : `Could not draw the filters: ${errorText(error)}`;
     }
   });
 

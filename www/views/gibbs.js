@@ -1,7 +1,7 @@
 // Gibbs samples evolving live: chains run in the worker on a timer (on the WebGPU device while
 // training runs there) and post a frame every k steps; this panel picks how many chains, where
 // they start (chosen data cases or random top states), k and the speed, and draws the frames.
-import { drawImage, el, errorText, field, inlineError, panel, readNumber, settingsSeed } from './canvas.js';
+import { clearImage, drawImage, el, errorText, field, inlineError, panel, readNumber, settingsSeed } from './canvas.js';
 
 const MAX_CHAINS = 400;
 const MAX_SPEED = 5000;
@@ -168,7 +168,14 @@ export function mountGibbs(container, app) {
     if (!started) startChains();
   };
   app.on('epoch', startOnce);
-  app.on('model', startOnce);
+  // No model (Reset, or data of another size): its chains are gone, and so are their frames.
+  app.on('model', ({ summary }) => {
+    if (summary) return startOnce();
+    started = false;
+    clearImage(canvas);
+    live.steps.textContent = '0';
+    note.textContent = 'The chains start once a model exists.';
+  });
   // A new engine has no chains: the next model starts them again.
   app.on('worker_restarted', () => {
     started = false;

@@ -39,7 +39,9 @@ export function mountHistograms(container, app) {
     try {
       histograms = await app.rpc('view_histograms', { bins: Number(bins.value) });
     } catch (error) {
-      note.textContent = /no model/i.test(errorText(error)) ? 'Train a model to see how its hidden units respond to the data.' : `Could not compute the histograms: ${errorText(error)}`;
+      const noModel = /no model/i.test(errorText(error));
+      if (noModel) plots.forEach((entry) => { if (entry) entry.holder.hidden = true; });
+      note.textContent = noModel ? 'Train a model to see how its hidden units respond to the data.' : `Could not compute the histograms: ${errorText(error)}`;
       return;
     }
     histograms.forEach(({ layer, edges, counts }) => {

@@ -1,6 +1,6 @@
 // Reconstructions: data cases beside what the whole stack gives back after one pass up to the
 // top layer and down again. Refreshed after each epoch and whenever the model changes.
-import { coalesce, drawImage, el, errorText, field, inlineError, panel, readNumber } from './canvas.js';
+import { clearImage, coalesce, drawImage, el, errorText, field, inlineError, panel, readNumber } from './canvas.js';
 
 const MAX_CASES = 100;
 
@@ -28,7 +28,9 @@ export function mountReconstructions(container, app) {
       drawImage(canvas, await app.rpc('view_reconstructions', { count: wanted, columns: Math.min(wanted, 10) }));
       note.textContent = 'Each pair: the data case, then its reconstruction through the whole stack.';
     } catch (error) {
-      note.textContent = /no model/i.test(errorText(error)) ? 'Train a model to see its reconstructions.' : `Could not reconstruct: ${errorText(error)}`;
+      const noModel = /no model/i.test(errorText(error));
+      if (noModel) clearImage(canvas);
+      note.textContent = noModel ? 'Train a model to see its reconstructions.' : `Could not reconstruct: ${errorText(error)}`;
     }
   });
 
