@@ -153,18 +153,21 @@ fn activation_file_lines_and_values() {
 #[test]
 fn selections_parse_and_check() {
     let s: ActivationSelection = "unsupervised:1:5".parse().unwrap();
-    assert_eq!(s, ActivationSelection { section: Section::Unsupervised, layer: 1, neuron: Some(5) });
+    // Numbered from 1 in the text, as in DEEP; 0-based indices in the fields.
+    assert_eq!(s, ActivationSelection { section: Section::Unsupervised, layer: 0, neuron: Some(4) });
     assert_eq!(s.to_string(), "unsupervised:1:5");
-    assert_eq!("output:0".parse::<ActivationSelection>().unwrap(), ActivationSelection { section: Section::Output, layer: 0, neuron: None });
+    assert_eq!("output:1".parse::<ActivationSelection>().unwrap(), ActivationSelection { section: Section::Output, layer: 0, neuron: None });
     assert_eq!("Output".parse::<ActivationSelection>().unwrap().section, Section::Output);
-    assert_eq!("supervised:0:2".parse::<ActivationSelection>().unwrap().section, Section::Supervised);
+    assert_eq!("supervised:1:2".parse::<ActivationSelection>().unwrap().section, Section::Supervised);
 
     for (bad, says) in [
         ("hidden:1", "unknown section 'hidden'"),
         ("unsupervised", "layer is missing"),
         ("unsupervised:x", "layer 'x' is not a whole number"),
-        ("supervised:0:-1", "neuron '-1'"),
-        ("output:1", "one layer"),
+        ("supervised:1:-1", "neuron '-1'"),
+        ("unsupervised:0", "numbered from 1"),
+        ("unsupervised:1:0", "neuron '0'"),
+        ("output:2", "one layer"),
         ("unsupervised:1:2:3", "too many parts"),
     ] {
         let error = bad.parse::<ActivationSelection>().unwrap_err();
@@ -172,8 +175,9 @@ fn selections_parse_and_check() {
     }
 
     let sizes = [500, 300];
-    assert_eq!(s.layer_width(&sizes, &[], 10), Ok(300));
-    assert!("unsupervised:1:300".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10).unwrap_err().contains("300 neurons"));
-    assert!("supervised:0".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10).unwrap_err().contains("0 layer(s)"));
-    assert_eq!("output:0:9".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10), Ok(10));
+    assert_eq!(s.layer_width(&sizes, &[], 10), Ok(500));
+    assert_eq!("unsupervised:2".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10), Ok(300));
+    assert!("unsupervised:2:301".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10).unwrap_err().contains("300 neurons"));
+    assert!("supervised:1".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10).unwrap_err().contains("0 layer(s)"));
+    assert_eq!("output:1:10".parse::<ActivationSelection>().unwrap().layer_width(&sizes, &[], 10), Ok(10));
 }

@@ -43,11 +43,11 @@ fn unsupervised_activation_file_lists_each_cases_probabilities() {
     let (dbn, data) = tiny();
     let inputs: Vec<f32> = cases(&data).concat().into_iter().map(|x| x as f32).collect();
     let mut file = Vec::new();
-    let selection: ActivationSelection = "unsupervised:1".parse().unwrap();
+    let selection: ActivationSelection = "unsupervised:2".parse().unwrap();
     write_activation_file(&mut file, &CpuBackend, &dbn, None, &inputs, selection).unwrap();
     let text = String::from_utf8(file).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("# unsupervised:1"));
+    assert_eq!(lines.next(), Some("# unsupervised:2"));
     for (line, case) in lines.zip(cases(&data)) {
         let expected = up(&dbn.layers[1], &up(&dbn.layers[0], &case));
         let written: Vec<f64> = line.split(' ').map(|v| v.parse().unwrap()).collect();
@@ -59,9 +59,9 @@ fn unsupervised_activation_file_lists_each_cases_probabilities() {
     assert_eq!(text.lines().count(), 1 + data.n_cases);
 
     let mut file = Vec::new();
-    let error = write_activation_file(&mut file, &CpuBackend, &dbn, None, &inputs, "output:0".parse().unwrap()).unwrap_err();
+    let error = write_activation_file(&mut file, &CpuBackend, &dbn, None, &inputs, "output:1".parse().unwrap()).unwrap_err();
     assert!(error.contains("no supervised layers"), "{error}");
-    let error = write_activation_file(&mut file, &CpuBackend, &dbn, None, &inputs, "unsupervised:2".parse().unwrap()).unwrap_err();
+    let error = write_activation_file(&mut file, &CpuBackend, &dbn, None, &inputs, "unsupervised:3".parse().unwrap()).unwrap_err();
     assert!(error.contains("2 layer(s)"), "{error}");
 }
 

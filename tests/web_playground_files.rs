@@ -74,19 +74,19 @@ fn deep_log_reports_every_layer_and_its_epochs() {
 #[wasm_bindgen_test]
 fn activation_file_holds_each_cases_probabilities() {
     let pg = trained(SIDE, "[8, 4]");
-    let text = pg.activations("unsupervised:1").unwrap();
+    let text = pg.activations("unsupervised:2").unwrap();
     let model = from_json("saved", &pg.save_model().unwrap()).unwrap();
     let (data, _) = pixels(SIDE, CASES);
     let inputs: Vec<f32> = data.iter().map(|&b| b as f32 / 255.0).collect();
     let expected = model.dbn.propagate_up(&CpuBackend, &inputs, 2);
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("# unsupervised:1"));
+    assert_eq!(lines.next(), Some("# unsupervised:2"));
     let rows: Vec<Vec<f32>> = lines.map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect()).collect();
     assert_eq!(rows.len(), CASES);
     for (k, row) in rows.iter().enumerate() {
         assert_eq!(row[..], expected[k * 4..(k + 1) * 4], "case {k}");
     }
-    let error = message(pg.activations("output:0").unwrap_err());
+    let error = message(pg.activations("output:1").unwrap_err());
     assert!(error.contains("no supervised layers"), "{error}");
     let error = message(pg.activations("hidden").unwrap_err());
     assert!(error.starts_with("selection:") && error.contains("unknown section 'hidden'"), "{error}");
@@ -125,7 +125,7 @@ fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     assert_eq!(other.save_model().unwrap(), text);
 
     // SoftMax outputs: each case's four probabilities sum to 1.
-    let outputs = other.activations("output:0").unwrap();
+    let outputs = other.activations("output:1").unwrap();
     let rows: Vec<f32> = outputs.lines().skip(1).map(|l| l.split_whitespace().map(|v| v.parse::<f32>().unwrap()).sum()).collect();
     assert_eq!(rows.len(), CASES);
     assert!(rows.iter().all(|s| (s - 1.0).abs() < 1e-5), "{rows:?}");

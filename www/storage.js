@@ -29,12 +29,12 @@ function describeModel(summary) {
   return `RBM stack ${sizes}${supervised}, ${summary.parameters.toLocaleString()} parameters`;
 }
 
-// The CLI's activation selections (SECTION:LAYER, 0-based) the model offers.
+// The CLI's activation selections (SECTION:LAYER, numbered from 1 as in DEEP) the model offers.
 function activationChoices(summary) {
   const rbm = summary?.layers?.length || 1;
-  const options = Array.from({ length: rbm }, (_, k) => el('option', { value: `unsupervised:${k}`, title: `Hidden units of RBM ${k + 1}` }, `RBM ${k + 1}`));
-  summary?.supervised?.hidden.forEach((units, k) => options.push(el('option', { value: `supervised:${k}`, title: `Supervised hidden layer ${k + 1} (${units} units)` }, `Supervised ${k + 1}`)));
-  if (summary?.supervised) options.push(el('option', { value: 'output:0', title: 'The class probabilities of the output layer' }, 'Output'));
+  const options = Array.from({ length: rbm }, (_, k) => el('option', { value: `unsupervised:${k + 1}`, title: `Hidden units of RBM ${k + 1}` }, `RBM ${k + 1}`));
+  summary?.supervised?.hidden.forEach((units, k) => options.push(el('option', { value: `supervised:${k + 1}`, title: `Supervised hidden layer ${k + 1} (${units} units)` }, `Supervised ${k + 1}`)));
+  if (summary?.supervised) options.push(el('option', { value: 'output:1', title: 'The class probabilities of the output layer' }, 'Output'));
   return options;
 }
 

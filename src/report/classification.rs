@@ -226,16 +226,19 @@ pub enum Section {
     Output,
 }
 
-/// `SECTION:LAYER[:NEURON]`, e.g. `unsupervised:1:5`, `supervised:0`, `output:0` or just
-/// `output`; without a neuron the file holds every neuron of the layer.
+/// `SECTION:LAYER[:NEURON]`, e.g. `unsupervised:1:5`, `supervised:1`, `output:1` or just
+/// `output`; without a neuron the file holds every neuron of the layer. In the text, layers
+/// and neurons are numbered from 1 as in Masters' DEEP; the fields hold 0-based indices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ActivationSelection {
     pub section: Section,
+    /// 0-based index of the layer within its section.
     pub layer: usize,
+    /// 0-based index of the neuron, or every neuron of the layer.
     pub neuron: Option<usize>,
 }
 
-const SELECTION_FORM: &str = "SECTION:LAYER[:NEURON] with SECTION unsupervised, supervised or output and 0-based numbers, e.g. unsupervised:1:5 or output:0";
+const SELECTION_FORM: &str = "SECTION:LAYER[:NEURON] with SECTION unsupervised, supervised or output and layers and neurons numbered from 1, e.g. unsupervised:1:5 or output:1";
 
 impl std::str::FromStr for ActivationSelection {
     type Err = String;
@@ -254,16 +257,20 @@ impl std::str::FromStr for ActivationSelection {
         if parts.len() == 1 && section != Section::Output {
             return Err(format!("activation selection '{text}': the layer is missing; expected {SELECTION_FORM}"));
         }
-        let number = |index: usize, what: &str| -> Result<Option<usize>, String> {
+        // Numbered from 1 in the text; 0-based indices from here on.
+        let index = |part: usize, what: &str| -> Result<Option<usize>, String> {
             parts
-                .get(index)
-                .map(|p| p.parse::<usize>().map_err(|_| format!("activation selection '{text}': {what} '{p}' is not a whole number ≥ 0; expected {SELECTION_FORM}")))
+                .get(part)
+                .map(|p| match p.parse::<usize>() {
+                    Ok(number) if number >= 1 => Ok(number - 1),
+                    _ => Err(format!("activation selection '{text}': {what} '{p}' is not a whole number ≥ 1 (numbered from 1 as in DEEP); expected {SELECTION_FORM}")),
+                })
                 .transpose()
         };
-        let layer = number(1, "layer")?.unwrap_or(0);
-        let neuron = number(2, "neuron")?;
+        let layer = index(1, "layer")?.unwrap_or(0);
+        let neuron = index(2, "neuron")?;
         if section == Section::Output && layer != 0 {
-            return Err(format!("activation selection '{text}': the output section has one layer, 0; expected output:0[:NEURON]"));
+            return Err(format!("activation selection '{text}': the output section has one layer, 1; expected output:1[:NEURON]"));
         }
         Ok(ActivationSelection { section, layer, neuron })
     }
@@ -276,9 +283,9 @@ impl std::fmt::Display for ActivationSelection {
             Section::Supervised => "supervised",
             Section::Output => "output",
         };
-        write!(f, "{section}:{}", self.layer)?;
+        write!(f, "{section}:{}", self.layer + 1)?;
         match self.neuron {
-            Some(neuron) => write!(f, ":{neuron}"),
+            Some(neuron) => write!(f, ":{}", neuron + 1),
             None => Ok(()),
         }
     }
@@ -294,11 +301,11 @@ impl ActivationSelection {
             Section::Output => ("output", std::slice::from_ref(&n_outputs)),
         };
         let Some(&width) = sizes.get(self.layer) else {
-            return Err(format!("activation selection {self}: the {name} section has {} layer(s), numbered from 0", sizes.len()));
+            return Err(format!("activation selection {self}: the {name} section has {} layer(s), numbered from 1", sizes.len()));
         };
         if let Some(neuron) = self.neuron {
             if neuron >= width {
-                return Err(format!("activation selection {self}: layer {} of the {name} section has {width} neurons, numbered from 0", self.layer));
+                return Err(format!("activation selection {self}: layer {} of the {name} section has {width} neurons, numbered from 1", self.layer + 1));
             }
         }
         Ok(width)

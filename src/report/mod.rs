@@ -1,6 +1,8 @@
 //! What training and sampling leave behind for people and other programs: image grids,
 //! PNG files, DEEP.LOG-style text reports, NumPy archives of the weights.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod atomic;
 pub mod classification;
 pub mod deep_log;
 pub mod deep_log_supervised;

@@ -3,14 +3,16 @@
 //! `c1` (hidden bias), then `W2`, `b2`, `c2` for the second layer, and so on, plus
 //! `visible_means` and, for Gaussian models, `standardisation_mean` / `standardisation_sd`.
 
+use super::atomic::AtomicFile;
 use crate::model::format::SavedDbn;
 use npyz::WriterBuilder;
 use std::io::{Seek, Write};
 use std::path::Path;
 
+/// Writes the archive to `path`, whole or not at all (see `atomic`).
 pub fn write_npz(path: &Path, model: &SavedDbn) -> Result<(), String> {
     let fail = |e: std::io::Error| format!("{}: cannot write the archive ({e})", path.display());
-    let mut npz = npyz::npz::NpzWriter::create(path).map_err(fail)?;
+    let mut npz = npyz::npz::NpzWriter::new(std::io::BufWriter::new(AtomicFile::create(path)?));
     for (k, layer) in model.dbn.layers.iter().enumerate() {
         let n = k + 1;
         write_array(&mut npz, &format!("W{n}"), &[layer.n_visible as u64, layer.n_hidden as u64], &layer.weights).map_err(fail)?;
@@ -25,8 +27,8 @@ pub fn write_npz(path: &Path, model: &SavedDbn) -> Result<(), String> {
         write_array(&mut npz, "standardisation_sd", &[s.sd.len() as u64], &s.sd).map_err(fail)?;
     }
     // Dropping the writer would finish the zip too, but would swallow a failed write.
-    let mut file = npz.zip_writer().finish().map_err(|e| format!("{}: cannot finish the archive ({e})", path.display()))?;
-    file.flush().map_err(fail)
+    let file = npz.zip_writer().finish().map_err(|e| format!("{}: cannot finish the archive ({e})", path.display()))?;
+    file.into_inner().map_err(|e| fail(e.into_error()))?.commit()
 }
 
 fn write_array<W: Write + Seek>(npz: &mut npyz::npz::NpzWriter<W>, name: &str, shape: &[u64], values: &[f32]) -> std::io::Result<()> {

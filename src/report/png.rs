@@ -20,8 +20,8 @@ pub fn encode_grey_png(image: &GreyImage) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Writes the image to `path`; the error names the file.
+/// Writes the image to `path` (whole or not at all: see `atomic`); the error names the file.
 pub fn write_grey_png(path: &Path, image: &GreyImage) -> Result<(), String> {
     let bytes = encode_grey_png(image).map_err(|e| format!("{}: cannot encode the PNG ({e})", path.display()))?;
-    std::fs::write(path, bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))
+    super::atomic::write_atomically(path, &bytes)
 }

@@ -6,6 +6,7 @@ pub mod config;
 pub mod contrastive_divergence;
 pub mod greedy;
 pub mod init;
+pub mod memory;
 pub mod monitor;
 pub mod penalties;
 pub mod schedule;

@@ -110,7 +110,7 @@ impl Playground {
     }
 
     /// The activation file for every loaded case (held-out ones included): `selection` is the
-    /// CLI's `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:0`).
+    /// CLI's `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:1`; numbered from 1 as in DEEP).
     pub fn activations(&self, selection: &str) -> Result<String, JsError> {
         let selection: ActivationSelection = selection.parse().map_err(|e: String| JsError::new(&format!("selection: {e}")))?;
         let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;

@@ -4,14 +4,14 @@
 
 use super::{js_error, to_js, LayerHistory, Playground};
 use crate::backend::cpu::CpuBackend;
+use crate::data::Dataset;
 use crate::supervised::SupervisedConfig;
+use crate::train::memory::{describe_bytes, estimate_training_memory, RunShape};
 use crate::train::{BatchEvent, BatchStep, GreedyEvent, GreedyTrainer, LayerBatch, StackConfig, StopReason};
 use wasm_bindgen::prelude::*;
 
-/// The most values one weight matrix set, or one propagated data set, may hold on the page:
-/// training keeps each weight four times over (weights, velocity, gradient, snapshot), and
-/// the threaded build's memory is capped at 1 GiB.
-const MAX_PAGE_VALUES: usize = 25_000_000;
+/// The most memory a run may need on the page: the threaded build's memory is capped at 1 GiB.
+const PAGE_MEMORY_LIMIT: u64 = 1 << 30;
 
 #[wasm_bindgen]
 impl Playground {
@@ -25,7 +25,7 @@ impl Playground {
             supervised.validate().map_err(|e| JsError::new(&format!("invalid setting supervised.{e}")))?;
         }
         let training_cases = self.training_case_indices()?;
-        check_sizes(&config, data.n_inputs, training_cases.len())?;
+        check_sizes(&config, data, training_cases.len())?;
         let training_data = data.subset(&training_cases);
         let mut trainer = GreedyTrainer::new(config.stack.clone(), &training_data).map_err(js_error)?;
         if !self.split.held_out.is_empty() {
@@ -198,23 +198,21 @@ fn loaded_not_trained() -> JsError {
     JsError::new("this model was loaded, not trained here: press Train to start a run")
 }
 
-/// Refuses stacks too large for the page before anything is allocated.
-fn check_sizes(config: &PageConfig, n_inputs: usize, n_train: usize) -> Result<(), JsError> {
-    let mut below = n_inputs;
-    let mut weights = 0usize;
-    let sizes = config.stack.layers.iter().chain(config.supervised.iter().flat_map(|s| s.hidden.iter()));
-    for &size in sizes {
-        weights = weights.saturating_add(below.saturating_mul(size));
-        if n_train.saturating_mul(size) > MAX_PAGE_VALUES {
-            return Err(JsError::new(&format!(
-                "layers: a layer of {size} units on {n_train} training cases needs {} values; the page allows at most {MAX_PAGE_VALUES}",
-                n_train.saturating_mul(size)
-            )));
-        }
-        below = size;
-    }
-    if weights > MAX_PAGE_VALUES {
-        return Err(JsError::new(&format!("layers: the model would have {weights} weights; the page allows at most {MAX_PAGE_VALUES}")));
+/// Refuses runs too large for the page before anything is allocated: the estimate of what
+/// the run needs (`train::memory`, shared with the CLI) beside the data already loaded.
+fn check_sizes(config: &PageConfig, data: &Dataset, n_train: usize) -> Result<(), JsError> {
+    let mut shape = RunShape::of(data, &config.stack, config.supervised.as_ref());
+    shape.n_cases = n_train;
+    let loaded = (data.n_cases as u64).saturating_mul(data.n_inputs as u64).saturating_mul(shape.bytes_per_input as u64);
+    let need = estimate_training_memory(&shape);
+    let total = need.bytes.saturating_add(loaded);
+    if total > PAGE_MEMORY_LIMIT {
+        return Err(JsError::new(&format!(
+            "layers: this run needs an estimated {} (at its peak, {}; the loaded data included); the page allows at most {}",
+            describe_bytes(total),
+            need.stage,
+            describe_bytes(PAGE_MEMORY_LIMIT)
+        )));
     }
     Ok(())
 }

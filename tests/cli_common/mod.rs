@@ -36,8 +36,14 @@ pub fn small_images() -> &'static Path {
     })
 }
 
+/// The binary under test: this build's, or `DEEPBELIEF_BIN` (to run the tests against
+/// another build, e.g. to see a new test fail on the code before a fix).
+pub fn binary() -> PathBuf {
+    std::env::var_os("DEEPBELIEF_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_deepbelief")))
+}
+
 pub fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_deepbelief")).args(args).output().expect("the deepbelief binary runs")
+    Command::new(binary()).args(args).output().expect("the deepbelief binary runs")
 }
 
 /// Runs and expects success; returns standard output.
@@ -75,4 +81,23 @@ pub fn train_small_model(label: &str) -> (PathBuf, serde_json::Value) {
     args.push("--json");
     let figures = last_json(&run_ok(&args));
     (out, figures)
+}
+
+/// Labels of the first `SMALL_CASES` training digits as a raw IDX file, written once per
+/// test binary.
+pub fn small_labels() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let labels = deepbelief::data::idx::read_idx_labels(&shared_mnist("train-10k-labels-idx1-ubyte.gz")).expect("the shared MNIST labels");
+        let path = temp_dir("small-labels").join("train-500-labels-idx1-ubyte");
+        std::fs::write(&path, deepbelief::data::idx::encode_idx_labels(&labels[..SMALL_CASES])).expect("write the small label file");
+        path
+    })
+}
+
+/// The names in `dir`, sorted.
+pub fn folder_listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir).expect("a readable folder").map(|e| e.expect("an entry").file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
 }

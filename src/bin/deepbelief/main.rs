@@ -17,6 +17,10 @@ mod gpu_check;
 #[cfg(not(target_arch = "wasm32"))]
 mod input;
 #[cfg(not(target_arch = "wasm32"))]
+mod memory_limit;
+#[cfg(not(target_arch = "wasm32"))]
+mod out_lock;
+#[cfg(not(target_arch = "wasm32"))]
 mod output;
 #[cfg(not(target_arch = "wasm32"))]
 mod progress;

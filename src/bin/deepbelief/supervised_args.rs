@@ -75,7 +75,9 @@ pub struct SupervisedArgs {
     #[arg(long)]
     pub no_svd: bool,
     /// Write activations.txt for SECTION:LAYER[:NEURON] (unsupervised, supervised or
-    /// output) over the training cases, e.g. output:0 or unsupervised:1:5.
+    /// output; layers and neurons numbered from 1, as in DEEP) over the training cases, e.g.
+    /// output:1 or unsupervised:1:5. Checked before training; models without labels or
+    /// targets take unsupervised selections only.
     #[arg(long, value_name = "SELECTION")]
     pub activations: Option<ActivationSelection>,
 }

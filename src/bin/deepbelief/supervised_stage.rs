@@ -1,6 +1,6 @@
 //! `deepbelief train`'s supervised part, after the RBM stack: the supervised layers, optional
-//! fine-tuning of the complete model, the figures on the training and test data, the
-//! activation file, and what DEEP.LOG reports of it.
+//! fine-tuning of the complete model, the figures on the training and test data, and what
+//! DEEP.LOG reports of it.
 
 use crate::input::{load_model_data, TrainingData};
 use crate::output::Output;
@@ -9,9 +9,8 @@ use crate::train_settings::TrainSettings;
 use deepbelief::backend::Backend;
 use deepbelief::model::format::SavedDbn;
 use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
-use deepbelief::report::classification::ActivationSelection;
 use deepbelief::report::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
-use deepbelief::report::training_log::{self, output_name, supervised_log};
+use deepbelief::report::training_log::{output_name, supervised_log};
 use deepbelief::supervised::optimise::OptimiseReport;
 use deepbelief::supervised::{train_supervised, Stage, SupervisedOutcome};
 use deepbelief::train::greedy::propagate_dataset;
@@ -82,9 +81,6 @@ pub fn run(settings: &TrainSettings, backend: &dyn Backend, data: &TrainingData,
         None => None,
     };
     let fine_tuned_reconstruction = if fine_tuned { reconstruction_errors(backend, model, data) } else { Vec::new() };
-    if let Some(selection) = settings.supervised.activations {
-        write_activation_file(settings, backend, model, &inputs, selection)?;
-    }
     Ok(SupervisedRun { outcome, train, test, analyze, fine_tuned_reconstruction })
 }
 
@@ -106,15 +102,6 @@ fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &Trainin
         }
     }
     errors
-}
-
-/// activations.txt in the output folder: the selected layer's activations, one line per
-/// training case.
-fn write_activation_file(settings: &TrainSettings, backend: &dyn Backend, model: &SavedDbn, inputs: &[f32], selection: ActivationSelection) -> Result<(), String> {
-    let path = settings.out.join("activations.txt");
-    let mut file = std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| format!("{}: cannot create the file ({e})", path.display()))?);
-    training_log::write_activation_file(&mut file, backend, &model.dbn, model.supervised.as_ref(), inputs, selection)?;
-    std::io::Write::flush(&mut file).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))
 }
 
 fn report_entries(prefix: &str, report: &OptimiseReport) -> Vec<(String, String)> {

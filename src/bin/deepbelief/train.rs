@@ -4,7 +4,9 @@
 use crate::input::{load_training_data, spread_cases, TrainingData};
 use crate::output::Output;
 use crate::progress::Progress;
-use crate::supervised_data::training_targets;
+use crate::memory_limit::check_memory;
+use crate::out_lock::OutLock;
+use crate::supervised_data::{dataset_inputs, training_targets, TargetSet};
 use crate::supervised_stage::{self, SupervisedRun};
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
 use crate::backend_choice::BackendChoice;
@@ -18,11 +20,15 @@ use deepbelief::model::format::{self, SavedDbn};
 use deepbelief::report::deep_log::{stop_description, DataSummary};
 use deepbelief::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use deepbelief::report::image_grid::{self, Scaling};
-use deepbelief::report::png::write_grey_png;
+use deepbelief::report::atomic::AtomicFile;
+use deepbelief::report::classification::{ActivationSelection, Section};
+use deepbelief::report::png::encode_grey_png;
+use deepbelief::train::memory::RunShape;
 use deepbelief::train::greedy::propagate_dataset;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::train::{GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
+use std::io::Write;
 use std::path::Path;
 
 /// First-layer filters drawn in filters.png.
@@ -43,7 +49,16 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     let data = load_training_data(&settings.data)?;
     let dataset = &data.dataset;
     settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
+    // Everything that can be checked before training is: a refusal after it wastes the run.
+    let targets = training_targets(dataset);
+    if targets.is_none() && settings.supervised.test_images.is_some() {
+        return Err("--test-images tests the supervised layers, which need training labels (--train-labels) or database targets (--targets)".into());
+    }
+    check_activation_selection(&settings, targets.as_ref())?;
+    check_memory(&RunShape::of(dataset, &settings.stack, Some(&settings.supervised.config)), settings.max_memory)?;
     std::fs::create_dir_all(&settings.out).map_err(|e| format!("{}: cannot create the output folder ({e})", settings.out.display()))?;
+    let _lock = OutLock::acquire(&settings.out)?;
+    check_output_paths(&settings)?;
     output.text(&format!(
         "{}: {} cases of {} inputs; layers {:?}; {}",
         dataset.name,
@@ -64,14 +79,19 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         dbn: trainer.dbn,
         supervised: None,
     };
-    let supervised = match training_targets(dataset) {
+    let supervised = match targets {
         Some(targets) => Some(supervised_stage::run(&settings, backend.as_ref(), &data, &mut model, targets, output)?),
-        None if settings.supervised.test_images.is_some() => {
-            return Err("--test-images tests the supervised layers, which need training labels (--train-labels) or database targets (--targets)".into())
-        }
         None => None,
     };
-    let written = write_outputs(&settings, &data, &model, &outcomes, backend.as_ref(), supervised.as_ref())?;
+    // Every file is rendered under a temporary name first, and put in place only once all
+    // of them are: a failure on the way leaves the folder as it was.
+    let staged = stage_outputs(&settings, &data, &model, &outcomes, backend.as_ref(), supervised.as_ref())?;
+    let mut written = Vec::new();
+    for file in staged {
+        let path = file.target().display().to_string();
+        file.commit()?;
+        written.push(path);
+    }
 
     let last = outcomes.last().expect("at least one layer");
     output.text(&format!("wrote {}", written.join(", ")));
@@ -200,21 +220,68 @@ fn train_error(error: TrainError) -> String {
     }
 }
 
-/// model.json, DEEP.LOG and filters.png; returns their paths.
-fn write_outputs(
+/// The files `train` writes into `--out`, in the order they are put in place: model.json
+/// last, so a model file beside the others means they all come from its run.
+fn output_names(settings: &TrainSettings) -> Vec<&'static str> {
+    let mut names = vec!["filters.png", "DEEP.LOG"];
+    if settings.supervised.activations.is_some() {
+        names.push(ACTIVATION_FILE);
+    }
+    names.push("model.json");
+    names
+}
+
+const ACTIVATION_FILE: &str = "activations.txt";
+
+/// Refuses, before training, an output name taken by a folder or something else a file
+/// cannot replace.
+fn check_output_paths(settings: &TrainSettings) -> Result<(), String> {
+    for name in output_names(settings) {
+        let path = settings.out.join(name);
+        if let Ok(metadata) = std::fs::symlink_metadata(&path) {
+            if !metadata.is_file() {
+                return Err(format!("{}: train writes a file there, but it is a folder or another kind of entry; move it away or choose another --out", path.display()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `--activations` against the stack and, for the supervised sections, the supervised
+/// layers that the training data's labels or targets will give.
+fn check_activation_selection(settings: &TrainSettings, targets: Option<&TargetSet>) -> Result<(), String> {
+    let Some(selection) = settings.supervised.activations else { return Ok(()) };
+    let (hidden, n_outputs) = match targets {
+        Some(targets) => (settings.supervised.config.hidden.clone(), targets.names.len()),
+        None if selection.section != Section::Unsupervised => {
+            return Err(format!(
+                "--activations {selection}: without training labels (--train-labels) or targets (--targets) the model has no supervised layers; choose unsupervised:LAYER (1 to {})",
+                settings.stack.layers.len()
+            ))
+        }
+        None => (Vec::new(), 0),
+    };
+    selection.layer_width(&settings.stack.layers, &hidden, n_outputs).map(|_| ()).map_err(|e| format!("--activations: {e}"))
+}
+
+/// Renders every output into a temporary file beside its target; returns them in the order
+/// of `output_names`.
+fn stage_outputs(
     settings: &TrainSettings,
     data: &TrainingData,
     model: &SavedDbn,
     outcomes: &[LayerOutcome],
     backend: &dyn Backend,
     supervised: Option<&SupervisedRun>,
-) -> Result<Vec<String>, String> {
-    let write = |name: &str, bytes: &[u8]| {
+) -> Result<Vec<AtomicFile>, String> {
+    let stage = |name: &str, bytes: &[u8]| {
         let path = settings.out.join(name);
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))?;
-        Ok::<String, String>(path.display().to_string())
+        let mut file = AtomicFile::create(&path)?;
+        file.write_all(bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))?;
+        file.finish_writing()?;
+        Ok::<AtomicFile, String>(file)
     };
-    let mut written = vec![write("model.json", format::to_json_checked(model).map_err(|e| format!("{}: not written: {e}", settings.out.join("model.json").display()))?.as_bytes())?];
+    let mut staged = vec![stage("filters.png", &filters_png(model)?)?];
 
     let data_summary = DataSummary {
         train_file: settings.data.train_images.display().to_string(),
@@ -230,22 +297,33 @@ fn write_outputs(
     let measured_cases = data.dataset.n_cases.min(MEASURED_CASES);
     let log = training_log::deep_log(program, data_summary, &model.config, backend.describe(), &model.dbn, outcomes, measured_cases);
     let supervised_log = supervised.map(|run| run.log(model));
-    written.push(write("DEEP.LOG", log.render_with_supervised(supervised_log.as_ref()).as_bytes())?);
-    if supervised.is_some() && settings.supervised.activations.is_some() {
-        written.push(settings.out.join("activations.txt").display().to_string());
-    }
+    staged.push(stage("DEEP.LOG", log.render_with_supervised(supervised_log.as_ref()).as_bytes())?);
 
-    let filters_path = settings.out.join("filters.png");
-    write_filters(&filters_path, model)?;
-    written.push(filters_path.display().to_string());
-    Ok(written)
+    if let Some(selection) = settings.supervised.activations {
+        let path = settings.out.join(ACTIVATION_FILE);
+        let mut file = AtomicFile::create(&path)?;
+        write_activations(&mut file, &path, backend, model, &dataset_inputs(&data.dataset), selection)?;
+        file.finish_writing()?;
+        staged.push(file);
+    }
+    staged.push(stage("model.json", format::to_json_checked(model).map_err(|e| format!("{}: not written: {e}", settings.out.join("model.json").display()))?.as_bytes())?);
+    Ok(staged)
 }
 
-/// The first layer's strongest filters, each scaled symmetrically so zero is mid-grey.
-fn write_filters(path: &Path, model: &SavedDbn) -> Result<(), String> {
+/// The activation file: `# SELECTION`, then the selected layer's activations, one line per
+/// case of `inputs`. Shared with `test`.
+pub fn write_activations(file: &mut AtomicFile, path: &Path, backend: &dyn Backend, model: &SavedDbn, inputs: &[f32], selection: ActivationSelection) -> Result<(), String> {
+    let mut writer = std::io::BufWriter::new(file);
+    training_log::write_activation_file(&mut writer, backend, &model.dbn, model.supervised.as_ref(), inputs, selection).map_err(|e| format!("{}: {e}", path.display()))?;
+    writer.flush().map_err(|e| format!("{}: cannot write the file ({e})", path.display()))
+}
+
+/// The first layer's strongest filters as a PNG, each scaled symmetrically so zero is
+/// mid-grey.
+fn filters_png(model: &SavedDbn) -> Result<Vec<u8>, String> {
     let rbm = &model.dbn.layers[0];
     let shape = model.image_shape.unwrap_or((1, rbm.n_visible));
     let count = rbm.n_hidden.min(FILTERS_SHOWN);
     let filters = image_grid::filters_of(&rbm.weights, rbm.n_visible, rbm.n_hidden, count);
-    write_grey_png(path, &image_grid::tile_grey(&filters, count, shape, FILTER_COLUMNS, Scaling::SymmetricPerTile))
+    encode_grey_png(&image_grid::tile_grey(&filters, count, shape, FILTER_COLUMNS, Scaling::SymmetricPerTile)).map_err(|e| format!("filters.png: cannot encode the PNG ({e})"))
 }

@@ -149,6 +149,10 @@ pub struct TrainArgs {
     /// Output folder: model.json, DEEP.LOG, filters.png.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Refuse a run whose estimated memory exceeds this (bytes, or e.g. 8GiB); default:
+    /// the machine's physical memory.
+    #[arg(long, value_name = "BYTES", value_parser = crate::memory_limit::parse_memory_size)]
+    pub max_memory: Option<u64>,
     /// Print the final figures as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -254,6 +258,8 @@ pub struct TrainSettings {
     pub backend: BackendChoice,
     pub out: PathBuf,
     pub json: bool,
+    /// The memory ceiling (`--max-memory`); `None`: the physical memory.
+    pub max_memory: Option<u64>,
     /// The supervised stage's settings (it runs when the data have labels or targets).
     pub supervised: SupervisedSettings,
 }
@@ -344,7 +350,7 @@ impl TrainArgs {
         stack.validate(usize::MAX).map_err(describe_config_error)?;
         let is_database_targets = data.targets.is_some();
         let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed)?;
-        Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json, supervised })
+        Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json, max_memory: self.max_memory, supervised })
     }
 
     fn apply_rbm_flags(&self, rbm: &mut CdConfig) {
