@@ -204,11 +204,11 @@ fn cg_and_sgd_train_a_small_net_and_cg_gets_lower() {
     anneal(&backend, &mut start, cases, 0.0, 50, true, 1);
     let before = criterion(&start, &backend, cases, 0.001);
     let mut cg_net = start.clone();
-    let cg = optimise(&backend, &mut cg_net, cases, 0.001, Method::ConjugateGradient { max_iterations: 300, tolerance: 1e-7 }, "test", &mut |_, _| true).unwrap();
+    let cg = optimise(&backend, &mut cg_net, cases, 0.001, Method::ConjugateGradient { max_iterations: 300, tolerance: 1e-7 }, None, "test", &mut |_, _| true).unwrap();
     assert!(cg.final_criterion < 0.05 && cg.final_criterion < before, "{cg:?}");
     let mut sgd_net = start.clone();
-    let sgd_method = Method::Sgd { epochs: 300, tolerance: 0.0, batch_size: 8, learning_rate: 0.5, final_rate_fraction: 1.0, momentum: 0.9, seed: 2, dropout: NO_DROPOUT };
-    let sgd = optimise(&backend, &mut sgd_net, cases, 0.001, sgd_method, "test", &mut |_, _| true).unwrap();
+    let sgd_method = Method::Sgd { epochs: 300, tolerance: 0.0, batch_size: 8, learning_rate: 0.5, final_rate_fraction: 1.0, momentum: 0.9, seed: 2, dropout: NO_DROPOUT, shift: None };
+    let sgd = optimise(&backend, &mut sgd_net, cases, 0.001, sgd_method, None, "test", &mut |_, _| true).unwrap();
     assert_eq!(sgd.stop, StopKind::MaxIterations);
     assert!(sgd.final_criterion < 0.5 * before, "{sgd:?} from {before}");
 }
@@ -219,8 +219,8 @@ fn divergence_is_an_error_naming_the_stage() {
     let (inputs, targets) = small_problem();
     let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 4, n_outputs: 2 };
     let mut net = Network::zeros(&[4, 6, 2], OutputKind::Linear);
-    let method = Method::Sgd { epochs: 50, tolerance: 0.0, batch_size: 64, learning_rate: 50.0, final_rate_fraction: 1.0, momentum: 0.99, seed: 2, dropout: NO_DROPOUT };
-    let error = optimise(&backend, &mut net, cases, 0.0, method, "the supervised stage", &mut |_, _| true).unwrap_err();
+    let method = Method::Sgd { epochs: 50, tolerance: 0.0, batch_size: 64, learning_rate: 50.0, final_rate_fraction: 1.0, momentum: 0.99, seed: 2, dropout: NO_DROPOUT, shift: None };
+    let error = optimise(&backend, &mut net, cases, 0.0, method, None, "the supervised stage", &mut |_, _| true).unwrap_err();
     assert!(matches!(error, SupervisedError::NonFinite { stage: "the supervised stage", .. }), "{error:?}");
     assert!(net.is_finite(), "the net keeps its last finite weights");
     assert!(error.to_string().contains("NaN"));

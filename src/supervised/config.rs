@@ -1,5 +1,9 @@
-//! Settings of the supervised stage and of fine-tuning the complete model. Defaults follow
-//! Masters' DEEP program where it has one (tolerances 0.00005 and 0.00001).
+//! Settings of the supervised stage and of fine-tuning the complete model.
+//!
+//! `SupervisedConfig::default()` is the measured default (mini-batch SGD, a held-out tenth
+//! picking the epoch, dropout and one-pixel shifts while fine-tuning): see docs/DEFAULTS.md
+//! for the sweep behind each value. `SupervisedConfig::deep()` is Masters' DEEP program
+//! (full-batch conjugate gradient to tolerances 0.00005 and 0.00001, no penalty).
 
 use super::network::OutputKind;
 use crate::train::ConfigError;
@@ -54,6 +58,15 @@ pub struct SupervisedConfig {
     /// each case of each batch (dropout, an extension beyond DEEP; 0 turns it off).
     pub fine_tune_input_dropout: f64,
     pub fine_tune_hidden_dropout: f64,
+    /// SGD fine-tuning of image inputs: each training image moves by up to this many pixels
+    /// in each direction, freshly every batch (0 turns it off).
+    pub fine_tune_shift: usize,
+    /// SGD only: this share of the training cases (stratified by class for SoftMax outputs)
+    /// never trains; after every epoch it is scored, and the best epoch's weights are kept
+    /// (0 turns it off).
+    pub validation_fraction: f64,
+    /// SGD with a held-out share: epochs without a new best score before training stops.
+    pub patience: usize,
     pub seed: u64,
 }
 
@@ -63,6 +76,33 @@ pub const MAX_SVD_INPUTS: usize = 400;
 
 impl Default for SupervisedConfig {
     fn default() -> Self {
+        SupervisedConfig {
+            // The supervised stage on RBM features is (without hidden layers) a convex
+            // problem: CG to DEEP's tolerance with a penalty beat early-stopped SGD on it.
+            optimizer: Optimizer::ConjugateGradient,
+            weight_penalty: 1.0,
+            // Fine-tuning the whole stack is not: SGD with dropout, shifts and a held-out
+            // tenth choosing the epoch.
+            fine_tune_optimizer: Some(Optimizer::Sgd),
+            fine_tune_max_iterations: 100,
+            fine_tune_learning_rate: 0.1,
+            momentum: 0.9,
+            final_rate_fraction: 0.1,
+            fine_tune_input_dropout: 0.2,
+            fine_tune_hidden_dropout: 0.5,
+            fine_tune_shift: 1,
+            validation_fraction: 0.1,
+            // The held-out share decides when SGD stops; a relative change in the noisy
+            // per-epoch mean criterion would stop it at random.
+            fine_tune_tolerance: 0.0,
+            ..SupervisedConfig::deep()
+        }
+    }
+}
+
+impl SupervisedConfig {
+    /// Masters' DEEP settings: full-batch CG to its tolerances, no penalty, no held-out share.
+    pub fn deep() -> Self {
         SupervisedConfig {
             hidden: Vec::new(),
             output: OutputKind::SoftMax,
@@ -84,6 +124,9 @@ impl Default for SupervisedConfig {
             final_rate_fraction: 1.0,
             fine_tune_input_dropout: 0.0,
             fine_tune_hidden_dropout: 0.0,
+            fine_tune_shift: 0,
+            validation_fraction: 0.0,
+            patience: 30,
             seed: 1,
         }
     }
@@ -125,6 +168,9 @@ impl SupervisedConfig {
         check_real("final_rate_fraction", self.final_rate_fraction, 0.0, 1.0)?;
         check_real("fine_tune_input_dropout", self.fine_tune_input_dropout, 0.0, 0.95)?;
         check_real("fine_tune_hidden_dropout", self.fine_tune_hidden_dropout, 0.0, 0.95)?;
+        check_count("fine_tune_shift", self.fine_tune_shift, 0, 8)?;
+        check_real("validation_fraction", self.validation_fraction, 0.0, 0.5)?;
+        check_count("patience", self.patience, 1, usize::MAX)?;
         Ok(())
     }
 }

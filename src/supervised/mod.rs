@@ -21,6 +21,7 @@ pub mod conjugate_gradient;
 pub mod criterion;
 pub mod dropout;
 pub mod evaluation;
+pub mod held_out;
 pub mod least_squares;
 pub mod line_search;
 pub mod network;

@@ -6,6 +6,7 @@
 use super::conjugate_gradient::{self, CgSettings, CgStop, Objective};
 use super::criterion::{criterion, criterion_and_gradient, layer_offsets, penalty_term, Cases};
 use super::dropout::{dropout_criterion_and_gradient, DropoutRates};
+use super::held_out::{held_out_score, HeldOut, Shift};
 use super::network::Network;
 use super::SupervisedError;
 use crate::backend::Backend;
@@ -23,6 +24,12 @@ pub struct OptimiseReport {
     pub initial_criterion: f64,
     pub final_criterion: f64,
     pub seconds: f64,
+    /// With a held-out slice: the epoch whose weights were kept, and their score
+    /// (classification error for SoftMax outputs, mean squared error for linear ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_epoch: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_out_score: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -34,13 +41,15 @@ pub enum StopKind {
     NoProgress,
     MaxIterations,
     Cancelled,
+    /// The held-out score found no new best for `patience` epochs; the best weights were kept.
+    EarlyStopped,
 }
 
 /// The optimiser and its settings for one run.
 #[derive(Clone, Copy, Debug)]
 pub enum Method {
     ConjugateGradient { max_iterations: usize, tolerance: f64 },
-    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, final_rate_fraction: f64, momentum: f64, seed: u64, dropout: DropoutRates },
+    Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, final_rate_fraction: f64, momentum: f64, seed: u64, dropout: DropoutRates, shift: Option<Shift> },
 }
 
 /// The criterion of a net as a function of its parameters, for the CG minimiser.
@@ -76,13 +85,16 @@ impl Objective for NetObjective<'_> {
 
 /// Trains `net` on `cases`; `on_iteration(iteration, criterion)` reports progress and may
 /// return `false` to stop. On NaN/Inf the net is left at its last finite parameters and an
-/// error names the stage.
+/// error names the stage. With `held_out` (SGD only), training keeps the weights of the
+/// epoch that scored best on those cases and stops after `patience` epochs without a new best.
+#[allow(clippy::too_many_arguments)]
 pub fn optimise(
     backend: &dyn Backend,
     net: &mut Network,
     cases: Cases,
     penalty: f64,
     method: Method,
+    held_out: Option<HeldOut>,
     stage: &'static str,
     on_iteration: &mut dyn FnMut(usize, f64) -> bool,
 ) -> Result<OptimiseReport, SupervisedError> {
@@ -91,6 +103,7 @@ pub fn optimise(
     if !initial_criterion.is_finite() {
         return Err(SupervisedError::NonFinite { stage, iteration: 0 });
     }
+    let mut best = None;
     let (iterations, stop, final_criterion) = match method {
         Method::ConjugateGradient { max_iterations, tolerance } => {
             let settings = CgSettings { max_iterations, tolerance, ..CgSettings::default() };
@@ -110,15 +123,25 @@ pub fn optimise(
             };
             (outcome.iterations, stop, criterion(net, backend, cases, penalty))
         }
-        Method::Sgd { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout } => {
-            let settings = SgdSettings { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout };
-            sgd(backend, net, cases, penalty, settings, stage, on_iteration)?
+        Method::Sgd { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout, shift } => {
+            let settings = SgdSettings { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout, shift };
+            let outcome = sgd(backend, net, cases, penalty, settings, held_out, stage, on_iteration)?;
+            best = outcome.best;
+            (outcome.epochs, outcome.stop, outcome.criterion)
         }
     };
     if !net.is_finite() || !final_criterion.is_finite() {
         return Err(SupervisedError::NonFinite { stage, iteration: iterations });
     }
-    Ok(OptimiseReport { iterations, stop, initial_criterion, final_criterion, seconds: crate::clock::now_seconds() - start })
+    Ok(OptimiseReport {
+        iterations,
+        stop,
+        initial_criterion,
+        final_criterion,
+        seconds: crate::clock::now_seconds() - start,
+        best_epoch: best.map(|(epoch, _)| epoch),
+        held_out_score: best.map(|(_, score)| score),
+    })
 }
 
 #[derive(Clone, Copy)]
@@ -131,21 +154,32 @@ struct SgdSettings {
     momentum: f64,
     seed: u64,
     dropout: DropoutRates,
+    shift: Option<Shift>,
+}
+
+struct SgdOutcome {
+    epochs: usize,
+    stop: StopKind,
+    criterion: f64,
+    /// (epoch, held-out score) of the weights kept.
+    best: Option<(usize, f64)>,
 }
 
 /// Mini-batch SGD with momentum: `v ← μ·v − η·∇`, `θ ← θ + v`, cases reshuffled every
 /// epoch, η falling linearly from its start to `final_rate_fraction` of it at the last epoch. The epoch's criterion is the mean of its batches' (no extra pass over the data);
 /// the tolerance test compares successive epochs' means. With dropout each batch trains a
-/// thinned net. Returns (epochs, stop, criterion).
+/// thinned net; with a shift each batch's images move by a fresh random offset.
+#[allow(clippy::too_many_arguments)]
 fn sgd(
     backend: &dyn Backend,
     net: &mut Network,
     cases: Cases,
     penalty: f64,
     settings: SgdSettings,
+    held_out: Option<HeldOut>,
     stage: &'static str,
     on_iteration: &mut dyn FnMut(usize, f64) -> bool,
-) -> Result<(usize, StopKind, f64), SupervisedError> {
+) -> Result<SgdOutcome, SupervisedError> {
     let n_cases = cases.n_cases();
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let mut order: Vec<usize> = (0..n_cases).collect();
@@ -155,6 +189,9 @@ fn sgd(
     let offsets = layer_offsets(net);
     let (mut inputs, mut targets) = (Vec::new(), Vec::new());
     let mut previous: Option<f64> = None;
+    let mut scratch = Vec::new();
+    // The best held-out score so far, its epoch and its weights (epoch 0: the start).
+    let mut best = held_out.map(|h| (0usize, held_out_score(net, backend, h.cases), net.clone()));
     let mu = settings.momentum as f32;
     // The penalty's gradient 2·PenFac·w/n_weights is folded into the update (weights only),
     // and its value added once per epoch: two fewer passes over the parameters per batch.
@@ -172,6 +209,9 @@ fn sgd(
             for &case in batch {
                 inputs.extend_from_slice(&cases.inputs[case * cases.n_inputs..(case + 1) * cases.n_inputs]);
                 targets.extend_from_slice(&cases.targets[case * cases.n_outputs..(case + 1) * cases.n_outputs]);
+            }
+            if let Some(shift) = &settings.shift {
+                shift.apply(&mut inputs, &mut rng, &mut scratch);
             }
             let batch_cases = Cases { inputs: &inputs, targets: &targets, ..cases };
             sum += if settings.dropout.is_active() {
@@ -199,15 +239,37 @@ fn sgd(
             return Err(SupervisedError::NonFinite { stage, iteration: epoch });
         }
         last_good.clone_from(net);
+        let mut stop = None;
+        if let (Some(h), Some((best_epoch, best_score, best_net))) = (&held_out, &mut best) {
+            let score = held_out_score(net, backend, h.cases);
+            if score <= *best_score {
+                (*best_epoch, *best_score) = (epoch, score);
+                best_net.clone_from(net);
+            } else if epoch - *best_epoch >= h.patience.max(1) {
+                stop = Some(StopKind::EarlyStopped);
+            }
+        }
         if !on_iteration(epoch, value) {
-            return Ok((epoch, StopKind::Cancelled, criterion(net, backend, cases, penalty)));
+            stop = Some(StopKind::Cancelled);
         }
         if let Some(prev) = previous {
-            if ((prev - value) / prev.abs().max(1e-300)).abs() < settings.tolerance {
-                return Ok((epoch, StopKind::Converged, criterion(net, backend, cases, penalty)));
+            if stop.is_none() && ((prev - value) / prev.abs().max(1e-300)).abs() < settings.tolerance {
+                stop = Some(StopKind::Converged);
             }
         }
         previous = Some(value);
+        if let Some(stop) = stop {
+            return Ok(finish(net, backend, cases, penalty, epoch, stop, best));
+        }
     }
-    Ok((settings.epochs, StopKind::MaxIterations, criterion(net, backend, cases, penalty)))
+    Ok(finish(net, backend, cases, penalty, settings.epochs, StopKind::MaxIterations, best))
+}
+
+/// Puts the best held-out weights back (if any) and measures the training criterion.
+fn finish(net: &mut Network, backend: &dyn Backend, cases: Cases, penalty: f64, epochs: usize, stop: StopKind, best: Option<(usize, f64, Network)>) -> SgdOutcome {
+    let best = best.map(|(epoch, score, best_net)| {
+        *net = best_net;
+        (epoch, score)
+    });
+    SgdOutcome { epochs, stop, criterion: criterion(net, backend, cases, penalty), best }
 }

@@ -13,6 +13,7 @@ use super::anneal::{anneal, random_start, AnnealReport};
 use super::config::{Optimizer, SupervisedConfig};
 use super::criterion::Cases;
 use super::dropout::DropoutRates;
+use super::held_out::{gather, split_held_out, HeldOut, Shift};
 use super::network::{Layer, Network};
 use super::optimise::{optimise, Method, OptimiseReport};
 use super::SupervisedError;
@@ -56,16 +57,19 @@ fn split_complete(complete: Network, dbn: &mut Dbn, net: &mut Network) {
     net.layers = layers.collect();
 }
 
-fn method(config: &SupervisedConfig, stage: Stage) -> Method {
+fn optimizer_of(config: &SupervisedConfig, stage: Stage) -> Optimizer {
+    match stage {
+        Stage::Supervised => config.optimizer,
+        Stage::FineTune => config.fine_tune_optimizer.unwrap_or(config.optimizer),
+    }
+}
+
+fn method(config: &SupervisedConfig, stage: Stage, image_shape: Option<(usize, usize)>) -> Method {
     let (max_iterations, tolerance, learning_rate) = match stage {
         Stage::Supervised => (config.max_iterations, config.tolerance, config.learning_rate),
         Stage::FineTune => (config.fine_tune_max_iterations, config.fine_tune_tolerance, config.fine_tune_learning_rate),
     };
-    let optimizer = match stage {
-        Stage::Supervised => config.optimizer,
-        Stage::FineTune => config.fine_tune_optimizer.unwrap_or(config.optimizer),
-    };
-    match optimizer {
+    match optimizer_of(config, stage) {
         Optimizer::ConjugateGradient => Method::ConjugateGradient { max_iterations, tolerance },
         Optimizer::Sgd => Method::Sgd {
             epochs: max_iterations,
@@ -79,12 +83,20 @@ fn method(config: &SupervisedConfig, stage: Stage) -> Method {
                 Stage::Supervised => DropoutRates { input: 0.0, hidden: 0.0 },
                 Stage::FineTune => DropoutRates { input: config.fine_tune_input_dropout as f32, hidden: config.fine_tune_hidden_dropout as f32 },
             },
+            // Only fine-tuning sees pixels; the supervised stage's inputs are features.
+            shift: match (stage, image_shape) {
+                (Stage::FineTune, Some(shape)) if config.fine_tune_shift > 0 => Some(Shift { shape, max_pixels: config.fine_tune_shift }),
+                _ => None,
+            },
         },
     }
 }
 
 /// Runs the supervised stage and optional fine-tuning. `inputs` (`n_cases × n_visible`)
-/// are what the DBN's first layer sees; `targets` are `n_cases × n_outputs`.
+/// are what the DBN's first layer sees; `targets` are `n_cases × n_outputs`; `image_shape`
+/// (rows, columns), where the inputs are images, lets SGD fine-tuning shift them.
+/// With `validation_fraction` and SGD, that share of the cases (stratified by class for
+/// SoftMax outputs) never trains: it picks the epoch whose weights are kept.
 /// `on_iteration(stage, iteration, criterion)` reports progress; `false` stops the stage.
 /// Returns the supervised net (on top of the DBN); with fine-tuning, `dbn` is tuned too.
 pub fn train_supervised(
@@ -94,6 +106,7 @@ pub fn train_supervised(
     targets: &[f32],
     n_outputs: usize,
     config: &SupervisedConfig,
+    image_shape: Option<(usize, usize)>,
     on_iteration: &mut dyn FnMut(Stage, usize, f64) -> bool,
 ) -> Result<(Network, SupervisedOutcome), SupervisedError> {
     config.validate().map_err(SupervisedError::Config)?;
@@ -109,16 +122,43 @@ pub fn train_supervised(
     if let Some(k) = targets.iter().position(|t| !t.is_finite()) {
         return Err(SupervisedError::Data(format!("target {} of case {} is not a finite number", k % n_outputs, k / n_outputs)));
     }
-    let features = dbn.propagate_up(backend, inputs, dbn.layers.len());
+    let image_shape = image_shape.filter(|&(rows, cols)| rows.checked_mul(cols) == Some(n_visible));
+    let all = Cases { inputs, targets, n_inputs: n_visible, n_outputs };
+    let uses_sgd = |stage| optimizer_of(config, stage) == Optimizer::Sgd;
+    let wants_split = config.validation_fraction > 0.0 && (uses_sgd(Stage::Supervised) || (config.fine_tune && uses_sgd(Stage::FineTune)));
+    let split = wants_split
+        .then(|| {
+            let stratify = config.output == super::network::OutputKind::SoftMax;
+            let (train, held) = split_held_out(targets, n_outputs, stratify, config.validation_fraction, config.seed);
+            let (train_inputs, train_targets) = gather(&all, &train);
+            let (held_inputs, held_targets) = gather(&all, &held);
+            (train_inputs, train_targets, held_inputs, held_targets)
+        })
+        .filter(|(_, _, _, held_targets)| !held_targets.is_empty());
+    // What a stage trains on, and its held-out cases. Once a share is held out no stage may
+    // train on it (a CG stage that had seen it would make its score worthless to the SGD
+    // stage after it); only SGD stages score it, since full-batch CG converges to a
+    // penalised optimum with no epoch to choose.
+    let stage_cases = |stage| match &split {
+        Some((ti, tt, hi, ht)) => (&ti[..], &tt[..], uses_sgd(stage).then_some((&hi[..], &ht[..]))),
+        None => (inputs, targets, None),
+    };
+    let patience = config.patience;
+
+    let (stage_inputs, stage_targets, stage_held) = stage_cases(Stage::Supervised);
+    let through = dbn.layers.len();
+    let features = dbn.propagate_up(backend, stage_inputs, through);
+    let held_features = stage_held.map(|(held_inputs, held_targets)| (dbn.propagate_up(backend, held_inputs, through), held_targets));
     let n_features = dbn.top().expect("checked above").n_hidden;
     let mut sizes = vec![n_features];
     sizes.extend(&config.hidden);
     sizes.push(n_outputs);
     let mut net = Network::zeros(&sizes, config.output);
-    let feature_cases = Cases { inputs: &features, targets, n_inputs: n_features, n_outputs };
+    let feature_cases = Cases { inputs: &features, targets: stage_targets, n_inputs: n_features, n_outputs };
+    let held_out = held_features.as_ref().map(|(f, t)| HeldOut { cases: Cases { inputs: f, targets: t, n_inputs: n_features, n_outputs }, patience });
 
     let anneal_report = if config.anneal_iterations > 0 {
-        let picked = spread(n_cases, config.anneal_cases);
+        let picked = spread(feature_cases.n_cases(), config.anneal_cases);
         let (sub_inputs, sub_targets) = gather(&feature_cases, &picked);
         let sub = Cases { inputs: &sub_inputs, targets: &sub_targets, ..feature_cases };
         random_start(backend, &mut net, sub, config.allow_svd, config.seed);
@@ -129,14 +169,17 @@ pub fn train_supervised(
     };
 
     let mut report = |iteration: usize, value: f64| on_iteration(Stage::Supervised, iteration, value);
-    let supervised = optimise(backend, &mut net, feature_cases, config.weight_penalty, method(config, Stage::Supervised), "the supervised stage", &mut report)?;
+    let supervised = optimise(backend, &mut net, feature_cases, config.weight_penalty, method(config, Stage::Supervised, image_shape), held_out, "the supervised stage", &mut report)?;
     drop(features);
+    drop(held_features);
 
     let fine_tune = if config.fine_tune {
         let mut complete = complete_network(dbn, &net);
-        let cases = Cases { inputs, targets, n_inputs: n_visible, n_outputs };
+        let (stage_inputs, stage_targets, stage_held) = stage_cases(Stage::FineTune);
+        let cases = Cases { inputs: stage_inputs, targets: stage_targets, n_inputs: n_visible, n_outputs };
+        let held_out = stage_held.map(|(i, t)| HeldOut { cases: Cases { inputs: i, targets: t, n_inputs: n_visible, n_outputs }, patience });
         let mut report = |iteration: usize, value: f64| on_iteration(Stage::FineTune, iteration, value);
-        let outcome = optimise(backend, &mut complete, cases, config.weight_penalty, method(config, Stage::FineTune), "fine-tuning", &mut report)?;
+        let outcome = optimise(backend, &mut complete, cases, config.weight_penalty, method(config, Stage::FineTune, image_shape), held_out, "fine-tuning", &mut report)?;
         split_complete(complete, dbn, &mut net);
         Some(outcome)
     } else {
@@ -149,12 +192,4 @@ pub fn train_supervised(
 pub fn spread(n: usize, max: usize) -> Vec<usize> {
     let take = n.min(max).max(1);
     (0..take).map(|k| k * n / take).collect()
-}
-
-/// The given cases' inputs and targets, copied in order.
-fn gather(cases: &Cases, picked: &[usize]) -> (Vec<f32>, Vec<f32>) {
-    let (ni, no) = (cases.n_inputs, cases.n_outputs);
-    let inputs = picked.iter().flat_map(|&c| &cases.inputs[c * ni..(c + 1) * ni]).copied().collect();
-    let targets = picked.iter().flat_map(|&c| &cases.targets[c * no..(c + 1) * no]).copied().collect();
-    (inputs, targets)
 }

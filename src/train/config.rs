@@ -1,6 +1,13 @@
 //! RBM training settings, as they cross the CLI (TOML/flags) and the web API (serde).
-//! Defaults are those of Masters' DEEP program (*Deep Belief Nets in C++ and CUDA C*,
-//! ch. 3–4) unless a comment says otherwise; `CdConfig::hinton()` is Hinton's fixed recipe.
+//!
+//! Three starting points:
+//! - `CdConfig::default()`: the measured default (docs/DEFAULTS.md has the sweep behind
+//!   each value): mini-batches of 100, Hinton's fixed rate and momentum schedule, CD-k with
+//!   k growing from 1 toward 10 (log-likelihood and samples need long chains; features for
+//!   classification do not mind), a light sparsity target;
+//! - `CdConfig::deep()`: Masters' DEEP program (*Deep Belief Nets in C++ and CUDA C*,
+//!   ch. 3–4) exactly, the bracketed values in the field comments;
+//! - `CdConfig::hinton()`: Hinton's practical guide (2010), plain CD-1.
 
 use crate::model::VisibleUnits;
 use serde::{Deserialize, Serialize};
@@ -67,6 +74,29 @@ pub struct CdConfig {
 
 impl Default for CdConfig {
     fn default() -> Self {
+        CdConfig {
+            epochs: 50,
+            batch_size: Some(100),
+            cd_k_start: 1,
+            cd_k_end: 10,
+            cd_k_rate: 0.05,
+            weight_penalty: 0.0002,
+            sparsity_penalty: 0.01,
+            sparsity_target: 0.1,
+            init_trials: 1,
+            schedule: Schedule::Fixed,
+            learning_rate: 0.1,
+            initial_momentum: 0.5,
+            final_momentum: 0.9,
+            momentum_switch_epoch: 5,
+            ..CdConfig::deep()
+        }
+    }
+}
+
+impl CdConfig {
+    /// Masters' DEEP settings, as his program ships them.
+    pub fn deep() -> Self {
         CdConfig {
             n_hidden: 100,
             visible_units: VisibleUnits::Bernoulli,
@@ -146,7 +176,7 @@ impl CdConfig {
             cd_k_end: 1,
             sparsity_penalty: 0.0,
             init_trials: 1,
-            ..CdConfig::default()
+            ..CdConfig::deep()
         }
     }
 

@@ -84,7 +84,7 @@ impl Playground {
         };
         let n_outputs = targets.names.len();
         let (network, outcome) =
-            on_cpu_threads(self.cpu_threads, || train_supervised(&CpuBackend, &mut dbn, &inputs, &targets.values, n_outputs, &config, &mut report)).map_err(js_error)?;
+            on_cpu_threads(self.cpu_threads, || train_supervised(&CpuBackend, &mut dbn, &inputs, &targets.values, n_outputs, &config, data.image_shape, &mut report)).map_err(js_error)?;
         let mut saved = SavedSupervised {
             network,
             fine_tuned: config.fine_tune,

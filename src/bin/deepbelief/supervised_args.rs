@@ -71,6 +71,16 @@ pub struct SupervisedArgs {
     /// SGD: cases per mini-batch.
     #[arg(long, value_name = "N")]
     pub supervised_batch_size: Option<usize>,
+    /// SGD fine-tuning of images: random shifts of up to this many pixels each way (0 = off).
+    #[arg(long, value_name = "PIXELS")]
+    pub fine_tune_shift: Option<usize>,
+    /// SGD: share of the training cases held out (stratified by class) to pick the epoch
+    /// whose weights are kept; 0 trains on every case to the last epoch.
+    #[arg(long, value_name = "FRACTION")]
+    pub validation_fraction: Option<f64>,
+    /// SGD with a held-out share: epochs without a new best held-out score before stopping.
+    #[arg(long, value_name = "EPOCHS")]
+    pub patience: Option<usize>,
     /// Never solve linear output weights by SVD during annealing.
     #[arg(long)]
     pub no_svd: bool,
@@ -122,9 +132,10 @@ pub struct SupervisedSettings {
 impl SupervisedArgs {
     /// `file` is the settings file's `[supervised]` table; `database_targets` picks the
     /// default output type; `seed` is the run's seed, used unless the file sets one.
-    pub fn settings(&self, file: Option<SupervisedConfig>, database_targets: bool, seed: u64) -> Result<SupervisedSettings, String> {
+    /// `deep`: start from Masters' DEEP settings instead of the measured defaults.
+    pub fn settings(&self, file: Option<SupervisedConfig>, database_targets: bool, seed: u64, deep: bool) -> Result<SupervisedSettings, String> {
         let from_file = file.is_some();
-        let mut config = file.unwrap_or_default();
+        let mut config = file.unwrap_or_else(|| if deep { SupervisedConfig::deep() } else { SupervisedConfig::default() });
         if !from_file {
             config.seed = seed;
             config.output = if database_targets { OutputKind::Linear } else { OutputKind::SoftMax };
@@ -169,6 +180,9 @@ impl SupervisedArgs {
         set(self.fine_tune_input_dropout, &mut config.fine_tune_input_dropout);
         set(self.fine_tune_hidden_dropout, &mut config.fine_tune_hidden_dropout);
         set(self.supervised_batch_size, &mut config.batch_size);
+        set(self.fine_tune_shift, &mut config.fine_tune_shift);
+        set(self.validation_fraction, &mut config.validation_fraction);
+        set(self.patience, &mut config.patience);
         if self.no_svd {
             config.allow_svd = false;
         }
@@ -194,6 +208,9 @@ fn flag_for(field: &str) -> &'static str {
         "final_rate_fraction" => "--sgd-final-rate",
         "fine_tune_input_dropout" => "--fine-tune-input-dropout",
         "fine_tune_hidden_dropout" => "--fine-tune-hidden-dropout",
+        "fine_tune_shift" => "--fine-tune-shift",
+        "validation_fraction" => "--validation-fraction",
+        "patience" => "--patience",
         _ => "no flag",
     }
 }

@@ -51,7 +51,7 @@ pub fn run(settings: &TrainSettings, backend: &dyn Backend, data: &TrainingData,
         output.text(&format!("{name} {iteration}: criterion {value:.6}"));
         true
     };
-    let (network, outcome) = train_supervised(backend, &mut model.dbn, &inputs, &targets.values, n_outputs, &config, &mut progress).map_err(|e| e.to_string())?;
+    let (network, outcome) = train_supervised(backend, &mut model.dbn, &inputs, &targets.values, n_outputs, &config, data.dataset.image_shape, &mut progress).map_err(|e| e.to_string())?;
     let fine_tuned = config.fine_tune;
     model.supervised = Some(SavedSupervised {
         network,

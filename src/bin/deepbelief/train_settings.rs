@@ -1,11 +1,12 @@
 //! `deepbelief train`'s settings: a TOML file (`--config`), flags, or both. The settings start
-//! from the preset (Masters' defaults, or Hinton's recipe with `--hinton`), then the file's
+//! from the preset (the measured defaults; `--preset deep` for Masters' DEEP settings exactly,
+//! `--preset hinton` or `--hinton` for Hinton's recipe), then the file's
 //! values, then the flags: a flag always wins.
 //!
 //! ```toml
 //! layers = [500, 500, 2000]
 //! greedy_mean_field = true
-//! preset = "hinton"            # optional; "default" is Masters' DEEP settings
+//! preset = "deep"              # optional: "default" (measured), "deep" (Masters), "hinton"
 //!
 //! [data]
 //! train_images = "train-images-idx3-ubyte.gz"   # relative to this file's folder
@@ -54,6 +55,10 @@ pub struct TrainArgs {
     /// Starts from Hinton's recipe (fixed schedule, CD-1, batches of 100) instead of Masters'.
     #[arg(long)]
     pub hinton: bool,
+    /// Starting settings: default (measured to give good models), deep (Masters' DEEP program
+    /// exactly, RBM and supervised stages) or hinton (Hinton's recipe for the RBMs).
+    #[arg(long, value_enum, conflicts_with = "hinton")]
+    pub preset: Option<Preset>,
     /// CD chain length throughout (sets --cd-k-start and --cd-k-end).
     #[arg(long, value_name = "K", conflicts_with_all = ["cd_k_start", "cd_k_end"])]
     pub cd_k: Option<usize>,
@@ -66,6 +71,9 @@ pub struct TrainArgs {
     /// Per-epoch smoothing rate moving k from start to end.
     #[arg(long, value_name = "RATE")]
     pub cd_k_rate: Option<f32>,
+    /// The top RBM of a stack: the chain length it moves toward, at rate 0.1 (0: as the others).
+    #[arg(long, value_name = "K")]
+    pub top_cd_k_end: Option<usize>,
     /// Persistent contrastive divergence (negative chains carry over between batches).
     #[arg(long)]
     pub pcd: bool,
@@ -218,10 +226,14 @@ impl From<ScalingChoice> for Scaling {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
-enum Preset {
+pub enum Preset {
+    /// Measured to give good models with no other flags (docs/DEFAULTS.md).
     Default,
+    /// Masters' DEEP program exactly: adaptive schedule, 24 batches, CD 1→4, full-batch CG.
+    Deep,
+    /// Hinton's practical guide: fixed schedule, CD-1, batches of 100.
     Hinton,
 }
 
@@ -301,6 +313,7 @@ fn read_settings_file(path: &Path) -> Result<FileSettings, String> {
 fn rbm_config(preset: Preset, file_rbm: &toml::Table, source: &str) -> Result<CdConfig, String> {
     let base = match preset {
         Preset::Default => CdConfig::default(),
+        Preset::Deep => CdConfig::deep(),
         Preset::Hinton => CdConfig::hinton(),
     };
     let mut table = toml::Table::try_from(&base).map_err(|e| format!("the {preset:?} preset: {e}"))?;
@@ -320,7 +333,7 @@ impl TrainArgs {
             None => None,
         };
         let source = self.config.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
-        let preset = if self.hinton { Preset::Hinton } else { file.as_ref().and_then(|f| f.preset).unwrap_or(Preset::Default) };
+        let preset = if self.hinton { Preset::Hinton } else { self.preset.or(file.as_ref().and_then(|f| f.preset)).unwrap_or(Preset::Default) };
         let empty = toml::Table::new();
         let mut rbm = rbm_config(preset, file.as_ref().map(|f| &f.rbm).unwrap_or(&empty), &source)?;
         self.apply_rbm_flags(&mut rbm);
@@ -345,11 +358,17 @@ impl TrainArgs {
         };
         let layers = self.rbm_layers.map(|l| l.0).or(file_layers).unwrap_or_else(|| StackConfig::default().layers);
         rbm.n_hidden = layers.first().copied().unwrap_or(0);
-        let stack = StackConfig { layers, rbm, greedy_mean_field: self.greedy_mean_field.or(file_greedy).unwrap_or(true), ..StackConfig::default() };
+        let mut stack = StackConfig { layers, rbm, greedy_mean_field: self.greedy_mean_field.or(file_greedy).unwrap_or(true), ..StackConfig::default() };
+        if preset != Preset::Default {
+            stack.top_cd_k_end = 0;
+        }
+        if let Some(k) = self.top_cd_k_end {
+            stack.top_cd_k_end = k;
+        }
         // Everything that does not depend on the data is checked before any is read.
         stack.validate(usize::MAX).map_err(describe_config_error)?;
         let is_database_targets = data.targets.is_some();
-        let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed)?;
+        let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed, preset == Preset::Deep)?;
         Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json, max_memory: self.max_memory, supervised })
     }
 
@@ -422,6 +441,7 @@ fn flag_for(field: &str) -> &'static str {
         "final_momentum" => "--momentum-end",
         "convergence_tolerance" => "--convergence-tolerance",
         "max_no_improvement" => "--max-no-improvement",
+        "top_cd_k_end" => "--top-cd-k-end",
         _ => "",
     }
 }
