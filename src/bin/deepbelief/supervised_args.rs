@@ -35,7 +35,8 @@ pub struct SupervisedArgs {
     /// Simulated-annealing trials for the starting weights (0: small random weights).
     #[arg(long, value_name = "N")]
     pub anneal_iters: Option<usize>,
-    /// Weight penalty PenFac of the supervised criterion (PenFac · Σw² / n_weights).
+    /// Weight penalty PenFac of the supervised criterion (PenFac · Σw² / n_weights) [1 with
+    /// labels, 0 with database targets; --preset deep: 0].
     #[arg(long, value_name = "P")]
     pub supervised_penalty: Option<f64>,
     /// Most CG iterations or SGD epochs of the supervised stage.
@@ -139,6 +140,11 @@ impl SupervisedArgs {
         if !from_file {
             config.seed = seed;
             config.output = if database_targets { OutputKind::Linear } else { OutputKind::SoftMax };
+            // The penalty was measured on classes (SoftMax on MNIST features); a least-squares
+            // fit of database targets keeps DEEP's unpenalised criterion.
+            if database_targets {
+                config.weight_penalty = 0.0;
+            }
         }
         fn set<T: Copy>(flag: Option<T>, field: &mut T) {
             if let Some(value) = flag {
