@@ -24,3 +24,14 @@ def blas_threads():
         return None
     counts = [pool["num_threads"] for pool in threadpool_info() if pool.get("user_api") == "blas"]
     return max(counts) if counts else None
+
+
+def load_labels(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    magic, count = (int.from_bytes(raw[i : i + 4], "big") for i in range(0, 8, 4))
+    if magic != 2049:
+        raise ValueError(f"{path}: not an IDX label file (magic {magic})")
+    return np.frombuffer(raw, dtype=np.uint8, offset=8, count=count).astype(np.int64)
