@@ -49,8 +49,8 @@ pub const PROPAGATE_CHUNK: usize = 4096;
 
 const IS_U8: u32 = 1;
 const BINARIZE: u32 = 2;
-const GAUSSIAN: u32 = 4;
-const SECOND_PASS: u32 = 8;
+pub(crate) const GAUSSIAN: u32 = 4;
+pub(crate) const SECOND_PASS: u32 = 8;
 
 /// `byte_to_unit` of gemm.wgsl, so gathered pixels equal the GEMM's (and the CPU's) exactly.
 pub(crate) fn byte_to_unit_source() -> &'static str {
@@ -168,7 +168,7 @@ fn submit(ctx: &GpuContext, label: &str, record: impl FnOnce(&mut wgpu::ComputeP
 }
 
 /// `(start, rows)` of each chunk of `n` cases.
-fn chunks(n: usize, size: usize) -> impl Iterator<Item = (usize, usize)> {
+pub(crate) fn chunks(n: usize, size: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..n).step_by(size.max(1)).map(move |start| (start, size.min(n - start)))
 }
 
@@ -199,14 +199,14 @@ pub struct EvalKernels {
     pub gemm: GemmKernels,
     pub reduce: ReduceKernels,
     gather: wgpu::ComputePipeline,
-    recon: wgpu::ComputePipeline,
-    pll: wgpu::ComputePipeline,
-    moments: wgpu::ComputePipeline,
+    pub(crate) recon: wgpu::ComputePipeline,
+    pub(crate) pll: wgpu::ComputePipeline,
+    pub(crate) moments: wgpu::ComputePipeline,
 }
 
 /// `Params` of evaluate.wgsl.
 #[allow(clippy::too_many_arguments)]
-fn params(device: &wgpu::Device, rows: usize, width: usize, n_hidden: usize, flags: u32, index_start: usize, out_offset: usize, count: f32) -> wgpu::Buffer {
+pub(crate) fn params(device: &wgpu::Device, rows: usize, width: usize, n_hidden: usize, flags: u32, index_start: usize, out_offset: usize, count: f32) -> wgpu::Buffer {
     reduce::uniform(device, "evaluate_params", &[rows as u32, width as u32, n_hidden as u32, flags, index_start as u32, out_offset as u32, count.to_bits(), 0])
 }
 
@@ -227,7 +227,7 @@ impl EvalKernels {
 
     /// Rows `index[start..start + rows]` of `data` into `out` (rows × n_inputs f32).
     #[allow(clippy::too_many_arguments)]
-    fn gather(&self, ctx: &GpuContext, data: &GpuDataset, index: &wgpu::Buffer, start: usize, rows: usize, binarize: bool, out: &wgpu::Buffer) -> Step {
+    pub(crate) fn gather(&self, ctx: &GpuContext, data: &GpuDataset, index: &wgpu::Buffer, start: usize, rows: usize, binarize: bool, out: &wgpu::Buffer) -> Step {
         let flags = if data.is_u8 { IS_U8 } else { 0 } | if binarize { BINARIZE } else { 0 };
         let p = params(&ctx.device, rows, data.n_inputs, 0, flags, start, 0, 0.0);
         let groups = (rows * data.n_inputs).div_ceil(256) as u32;
@@ -409,7 +409,7 @@ fn check_shape(rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuErr
 /// Checks that the data fit the model, and that the kernels can bind the whole data set and
 /// weight matrix (a chunk's cases may lie anywhere in the data), with an error that says so
 /// rather than a device validation failure.
-fn check_shapes(ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuError> {
+pub(crate) fn check_shapes(ctx: &GpuContext, rbm: &GpuRbm, data: &GpuDataset) -> Result<(usize, usize), GpuError> {
     check_shape(rbm, data)?;
     let limit = ctx.device.limits().max_storage_buffer_binding_size;
     for (buffer, what) in [(&data.values, "the data set"), (&rbm.weights, "the weight matrix")] {

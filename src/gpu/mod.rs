@@ -8,6 +8,7 @@ pub mod blocking_backend;
 pub mod ais;
 pub mod buffers;
 pub mod chains;
+pub mod epoch_monitor;
 pub mod evaluate;
 pub mod gemm;
 pub mod sample;

@@ -215,7 +215,7 @@ pub struct GpuCdTrainer {
     /// The weight update runs as the gradient product's epilogue (see [`Self::set_fused_update`]).
     fused_update: bool,
     /// The per-epoch monitor, once [`Self::set_monitor`] turned it on.
-    monitor: Option<monitor::Monitor>,
+    monitor: Option<crate::gpu::epoch_monitor::MonitorPlan>,
 }
 
 impl GpuCdTrainer {
