@@ -146,6 +146,16 @@ fn a_malformed_idx_file_keeps_the_loaded_data() {
     assert_eq!(summary["name"], "synthetic-images");
 }
 
+#[wasm_bindgen_test]
+fn labels_that_leave_classes_empty_are_refused_and_keep_the_loaded_data() {
+    let mut playground = loaded(300);
+    // Labels 0, 1 and 200: a 201-class SoftMax with 198 classes that never occur.
+    let labels = [0u8, 1, 200, 0, 1, 0];
+    let text = message(playground.load_idx("stray", &tiny_idx(&[0, 1, 2, 0, 1, 0]), Some("stray-labels".into()), Some(encode_idx_labels(&labels))));
+    assert!(text.contains("stray-labels") && text.contains("200"), "{text}");
+    assert_eq!(json(playground.data_summary().unwrap())["n_cases"], 300);
+}
+
 const DATABASE: &str = "a, b, c, y, z\n0, 1, 5, 1, 0\n1, 3, 5, 0, 1\n2, 5, 5, 1, 0\n4, 9, 5, 0, 1\n";
 
 #[wasm_bindgen_test]

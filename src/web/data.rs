@@ -39,6 +39,11 @@ impl Playground {
             (None, Some(bytes)) => Some(("labels".to_string(), idx::parse_idx_labels("labels", &bytes).map_err(js_error)?)),
             _ => None,
         };
+        // Labels that leave classes empty would make a SoftMax with dead outputs.
+        if let Some((name, values)) = &labels {
+            let values: Vec<u32> = values.iter().map(|&label| u32::from(label)).collect();
+            idx::check_training_labels(name, &values).map_err(js_error)?;
+        }
         let dataset = idx::dataset_from_idx(parsed, labels, images_name).map_err(js_error)?;
         self.install_data(dataset, None)
     }

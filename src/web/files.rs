@@ -38,7 +38,7 @@ struct SupervisedSummary {
 impl Playground {
     /// The trained layers as `model.json` text. During training, the layers finished so far.
     pub fn save_model(&self) -> Result<String, JsError> {
-        Ok(format::to_json(&self.saved_model()?))
+        format::to_json_checked(&self.saved_model()?).map_err(|e| JsError::new(&e))
     }
 
     /// Reads `model.json` text (`name` begins every error). The model must fit the loaded

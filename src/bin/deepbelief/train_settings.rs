@@ -29,7 +29,8 @@
 use crate::backend_choice::BackendChoice;
 use crate::input::DataSpec;
 use clap::{ArgAction, Args, ValueEnum};
-use deepbelief::data::Scaling;
+use deepbelief::data::error::FOREIGN_MESSAGE_CHARS;
+use deepbelief::data::{sanitise, Scaling};
 use deepbelief::model::VisibleUnits;
 use crate::supervised_args::SupervisedSettings;
 use deepbelief::supervised::SupervisedConfig;
@@ -290,8 +291,10 @@ struct FileSettings {
 fn read_settings_file(path: &Path) -> Result<FileSettings, String> {
     let name = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read the settings file ({e})"))?;
-    let checked: SettingsFile = toml::from_str(&text).map_err(|e| format!("{name}: {}", e.to_string().trim_end()))?;
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| format!("{name}: {}", e.to_string().trim_end()))?;
+    // toml's messages quote the offending line whole: cut and escape it like every parser's.
+    let describe = |e: toml::de::Error| format!("{name}: {}", sanitise(e.to_string().trim_end(), FOREIGN_MESSAGE_CHARS));
+    let checked: SettingsFile = toml::from_str(&text).map_err(describe)?;
+    let mut table: toml::Table = text.parse().map_err(describe)?;
     let rbm = match table.remove("rbm") {
         Some(toml::Value::Table(rbm)) => rbm,
         _ => toml::Table::new(),
@@ -323,7 +326,7 @@ fn rbm_config(preset: Preset, file_rbm: &toml::Table, source: &str) -> Result<Cd
         table.remove("batch_size");
     }
     table.extend(file_rbm.iter().map(|(k, v)| (k.clone(), v.clone())));
-    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("{source}: [rbm]: {}", e.to_string().trim_end()))
+    toml::Value::Table(table).try_into().map_err(|e: toml::de::Error| format!("{source}: [rbm]: {}", sanitise(e.to_string().trim_end(), FOREIGN_MESSAGE_CHARS)))
 }
 
 impl TrainArgs {
