@@ -71,7 +71,7 @@ fn invalid_settings_name_the_field() {
         (CdConfig { learning_rate: f32::NAN, ..CdConfig::default() }, "learning_rate"),
         (CdConfig { n_hidden: 0, ..CdConfig::default() }, "n_hidden"),
         (CdConfig { batch_size: Some(0), ..CdConfig::default() }, "batch_size"),
-        (CdConfig { n_batches: 51, ..CdConfig::default() }, "n_batches"),
+        (CdConfig { n_batches: 51, batch_size: None, ..CdConfig::default() }, "n_batches"),
         (CdConfig { cd_k_start: 0, ..CdConfig::default() }, "cd_k_start"),
         (CdConfig { sparsity_target: f32::INFINITY, ..CdConfig::default() }, "sparsity_target"),
         (CdConfig { weight_penalty: -1.0, ..CdConfig::default() }, "weight_penalty"),

@@ -32,7 +32,7 @@ fn train_stack(config: StackConfig, data: &Dataset) -> (GreedyTrainer, Vec<Greed
 #[test]
 fn greedy_stack_has_chained_shapes_and_sorted_units() {
     let data = mnist(300);
-    let config = StackConfig { layers: vec![24, 16, 8], rbm: quick(0), greedy_mean_field: false, monitor_cases: 100 };
+    let config = StackConfig { layers: vec![24, 16, 8], rbm: quick(0), greedy_mean_field: false, monitor_cases: 100, ..StackConfig::default() };
     let (trainer, events) = train_stack(config, &data);
     assert_eq!(trainer.dbn.sizes(), vec![784, 24, 16, 8]);
     let started = events.iter().filter(|e| matches!(e, GreedyEvent::LayerStarted { .. })).count();
@@ -153,7 +153,7 @@ fn gaussian_visible_rbm_learns_standardised_data() {
 #[test]
 fn generative_chains_start_from_the_requested_data_and_move() {
     let data = mnist(300);
-    let config = StackConfig { layers: vec![30, 20], rbm: quick(0), greedy_mean_field: true, monitor_cases: 0 };
+    let config = StackConfig { layers: vec![30, 20], rbm: quick(0), greedy_mean_field: true, monitor_cases: 0, ..StackConfig::default() };
     let (trainer, _) = train_stack(config, &data);
     let dbn = &trainer.dbn;
     let cases = [3usize, 7, 11];

@@ -185,7 +185,8 @@ impl CdConfig {
         check_count("n_hidden", self.n_hidden, 1, MAX_HIDDEN)?;
         check_count("epochs", self.epochs, 1, 1_000_000)?;
         match self.batch_size {
-            Some(size) => check_count("batch_size", size, 1, n_cases.max(1))?,
+            // A batch larger than the data is the whole data (the default of 100 on a small file).
+            Some(size) => check_count("batch_size", size, 1, 100_000_000)?,
             None => check_count("n_batches", self.n_batches, 1, n_cases.max(1))
                 .map_err(|e| ConfigError { message: format!("{} (there are {n_cases} cases; more batches than cases leaves some empty)", e.message), ..e })?,
         }
@@ -211,6 +212,6 @@ impl CdConfig {
     /// Cases per batch for `n_cases` cases: `batch_size`, or the cases split into
     /// `n_batches` near-equal batches.
     pub fn cases_per_batch(&self, n_cases: usize) -> usize {
-        self.batch_size.unwrap_or_else(|| n_cases.div_ceil(self.n_batches.max(1))).max(1)
+        self.batch_size.unwrap_or_else(|| n_cases.div_ceil(self.n_batches.max(1))).min(n_cases).max(1)
     }
 }
