@@ -111,7 +111,7 @@ fn hinton_fixed_schedule_matches_cpu() {
 
 #[test]
 fn adaptive_schedule_with_sparsity_matches_cpu() {
-    let config = CdConfig { n_hidden: 32, batch_size: Some(50), epochs: 2, init_trials: 3, init_cases: 200, seed: 11, ..CdConfig::default() };
+    let config = CdConfig { n_hidden: 32, batch_size: Some(50), epochs: 2, init_trials: 3, init_cases: 200, seed: 11, ..CdConfig::deep() };
     assert_eq!(config.schedule, Schedule::Adaptive);
     assert!(config.sparsity_penalty > 0.0);
     let worst = parity(config, 500, 2, 1e-4);
@@ -218,7 +218,9 @@ fn divergence_rolls_back_like_the_cpu() {
 #[test]
 fn device_loss_continues_on_cpu() {
     let data = mnist(500);
-    let config = CdConfig { n_hidden: 32, batch_size: Some(50), epochs: 4, seed: 5, ..CdConfig::default() };
+    // The default's k grows (1, then 2 from epoch 3): the epoch after the loss builds a new
+    // plan on the lost device, which must fail with an error, not a panic.
+    let config = CdConfig { n_hidden: 32, batch_size: Some(50), epochs: 4, seed: 5, cd_k_rate: 0.5, ..CdConfig::default() };
     let mut reference = CdTrainer::new(config.clone(), &CpuBackend, &data).unwrap();
     let mut gpu = GpuCdTrainer::from_cpu(context(), &reference, &data).unwrap();
     let mut checkpoint = None;

@@ -16,7 +16,7 @@ fn mnist(n: usize) -> Dataset {
 }
 
 fn adaptive_cd() -> CdConfig {
-    CdConfig { n_hidden: 16, batch_size: Some(50), epochs: 5, init_trials: 2, init_cases: 100, seed: 3, ..CdConfig::default() }
+    CdConfig { n_hidden: 16, batch_size: Some(50), epochs: 5, init_trials: 2, init_cases: 100, seed: 3, ..CdConfig::deep() }
 }
 
 fn persistent_cd() -> CdConfig {
@@ -131,9 +131,9 @@ fn greedy_step_batch_trains_the_same_stack_as_step() {
     let data = mnist(200);
     let config = StackConfig {
         layers: vec![12, 6],
-        rbm: CdConfig { batch_size: Some(50), epochs: 2, init_trials: 2, init_cases: 100, seed: 9, ..CdConfig::default() },
+        rbm: CdConfig { batch_size: Some(50), epochs: 2, init_trials: 2, init_cases: 100, seed: 9, ..CdConfig::deep() },
         monitor_cases: 50,
-        ..StackConfig::default()
+        ..StackConfig::deep()
     };
     let mut by_epoch = GreedyTrainer::new(config.clone(), &data).unwrap().with_held_out(mnist(250).subset(&(200..250).collect::<Vec<_>>()));
     let mut by_batch = GreedyTrainer::new(config, &data).unwrap().with_held_out(mnist(250).subset(&(200..250).collect::<Vec<_>>()));

@@ -17,7 +17,7 @@ fn mnist(n: usize) -> Dataset {
 }
 
 fn quick(n_hidden: usize) -> CdConfig {
-    CdConfig { n_hidden, epochs: 2, batch_size: Some(50), init_trials: 3, init_cases: 200, ..CdConfig::default() }
+    CdConfig { n_hidden, epochs: 2, batch_size: Some(50), init_trials: 3, init_cases: 200, ..CdConfig::deep() }
 }
 
 fn train_stack(config: StackConfig, data: &Dataset) -> (GreedyTrainer, Vec<GreedyEvent>) {
@@ -62,7 +62,7 @@ fn stack_configuration_errors_name_the_field() {
     assert!(bad(StackConfig { layers: vec![10, 0], ..StackConfig::default() }).contains("layers"));
     let rbm = CdConfig { learning_rate: -1.0, ..CdConfig::default() };
     assert!(bad(StackConfig { layers: vec![10], rbm, ..StackConfig::default() }).contains("learning_rate"));
-    let too_many_batches = CdConfig { n_batches: 101, ..CdConfig::default() };
+    let too_many_batches = CdConfig { n_batches: 101, batch_size: None, ..CdConfig::default() };
     assert!(bad(StackConfig { layers: vec![10], rbm: too_many_batches, ..StackConfig::default() }).contains("n_batches"));
 }
 

@@ -46,7 +46,7 @@ fn learning_rate_caps_after_epochs_without_improvement() {
 fn chain_length_moves_from_one_toward_four() {
     // smoothed k after n epochs = 4 − 3·0.995ⁿ, which first rounds to 2 at n = 37
     // (3·0.995³⁶ = 2.5047 → 1.4953; 3·0.995³⁷ = 2.4922 → 1.5078).
-    let mut k = ChainLength::new(&CdConfig::default());
+    let mut k = ChainLength::new(&CdConfig::deep());
     assert_eq!(k.current(), 1);
     for _ in 0..36 {
         k.end_epoch();
@@ -62,7 +62,7 @@ fn chain_length_moves_from_one_toward_four() {
 
 #[test]
 fn adaptive_and_fixed_rate_states() {
-    let mut adaptive = RateState::new(&CdConfig::default());
+    let mut adaptive = RateState::new(&CdConfig::deep());
     assert_eq!((adaptive.learning_rate, adaptive.momentum), (0.1, 0.1));
     adaptive.after_batch(Some(0.6));
     assert!(close(adaptive.learning_rate as f64, 0.12) && close(adaptive.momentum as f64, 0.1 / 1.5));
@@ -83,11 +83,11 @@ fn adaptive_and_fixed_rate_states() {
 
 #[test]
 fn convergence_tests_stop_training() {
-    let mut converged = Convergence::new(&CdConfig::default());
+    let mut converged = Convergence::new(&CdConfig::deep());
     assert_eq!(converged.after_epoch(1e-3), None);
     assert_eq!(converged.after_epoch(9e-6), Some(StopReason::Converged));
 
-    let mut stalled = Convergence::new(&CdConfig { max_no_improvement: 3, ..CdConfig::default() });
+    let mut stalled = Convergence::new(&CdConfig { max_no_improvement: 3, ..CdConfig::deep() });
     assert_eq!(stalled.after_epoch(0.5), None);
     assert_eq!(stalled.after_epoch(0.6), None);
     assert_eq!(stalled.after_epoch(0.4), None, "a new minimum resets the count");
@@ -146,8 +146,8 @@ fn weight_update_applies_penalties_momentum_and_reports_figures() {
 
 #[test]
 fn batches_by_count_or_by_size() {
-    assert_eq!(CdConfig::default().cases_per_batch(10_000), 417);
-    assert_eq!(CdConfig { batch_size: Some(100), ..CdConfig::default() }.cases_per_batch(10_000), 100);
+    assert_eq!(CdConfig::deep().cases_per_batch(10_000), 417);
+    assert_eq!(CdConfig { batch_size: Some(100), ..CdConfig::deep() }.cases_per_batch(10_000), 100);
 }
 
 fn tiny_data(n_cases: usize, n_inputs: usize) -> Dataset {
@@ -177,7 +177,7 @@ fn initialisation_follows_masters_formulas() {
 #[test]
 fn the_best_of_the_random_trials_wins() {
     let data = tiny_data(40, 12);
-    let config = CdConfig { n_hidden: 5, init_trials: 8, ..CdConfig::default() };
+    let config = CdConfig { n_hidden: 5, init_trials: 8, ..CdConfig::deep() };
     let init = initialise_by_trials(&config, &CpuBackend, &data);
     assert_eq!(init.trial_errors.len(), 8);
     let best = init.trial_errors.iter().cloned().fold(f64::INFINITY, f64::min);

@@ -6,11 +6,36 @@
 
 use super::{GpuContext, GpuError};
 use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
 
 /// Usage of every buffer made here.
 pub const STORAGE_USAGE: wgpu::BufferUsages =
     wgpu::BufferUsages::STORAGE.union(wgpu::BufferUsages::COPY_SRC).union(wgpu::BufferUsages::COPY_DST);
+
+/// `create_buffer_init` without its panic: on a lost device the new buffer is invalid and
+/// mapping it fails, which here leaves it unwritten; the failure reaches the caller through
+/// the device's recorded error at the next read-back (GpuContext::failure), so training falls
+/// back to the CPU instead of aborting.
+pub fn buffer_with(device: &wgpu::Device, label: &str, contents: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    let size = (contents.len() as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: true });
+    if let Ok(mut view) = buffer.slice(..).get_mapped_range_mut() {
+        view.slice(..contents.len()).copy_from_slice(contents);
+    }
+    buffer.unmap();
+    buffer
+}
+
+/// A uniform buffer holding `contents`, written through the queue. Plans are rebuilt whenever
+/// k changes, possibly on a device already lost, where `create_buffer_init`'s mapping panics;
+/// a write to a lost device only records the failure that the next read-back reports.
+pub fn uniform_bytes(ctx: &GpuContext, label: &str, contents: &[u8]) -> wgpu::Buffer {
+    let size = (contents.len() as u64).next_multiple_of(4).max(4);
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+    let mut padded = contents.to_vec();
+    padded.resize(size as usize, 0);
+    ctx.queue.write_buffer(&buffer, 0, &padded);
+    buffer
+}
 
 /// A storage buffer holding `data` (4-byte elements: f32, u32).
 pub fn upload<T: Pod>(ctx: &GpuContext, label: &str, data: &[T]) -> wgpu::Buffer {
@@ -18,7 +43,7 @@ pub fn upload<T: Pod>(ctx: &GpuContext, label: &str, data: &[T]) -> wgpu::Buffer
     if data.is_empty() {
         return zeros(ctx, label, 4);
     }
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: STORAGE_USAGE })
+    buffer_with(&ctx.device, label, bytemuck::cast_slice(data), STORAGE_USAGE)
 }
 
 /// A storage buffer holding `bytes` packed 4 per u32 (little-endian), zero-padded to a multiple
@@ -26,7 +51,7 @@ pub fn upload<T: Pod>(ctx: &GpuContext, label: &str, data: &[T]) -> wgpu::Buffer
 pub fn upload_bytes(ctx: &GpuContext, label: &str, bytes: &[u8]) -> wgpu::Buffer {
     let mut padded = bytes.to_vec();
     padded.resize(bytes.len().next_multiple_of(4).max(4), 0);
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: &padded, usage: STORAGE_USAGE })
+    buffer_with(&ctx.device, label, &padded, STORAGE_USAGE)
 }
 
 /// A zero-filled storage buffer of `bytes` bytes (rounded up to a multiple of 4).

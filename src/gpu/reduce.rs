@@ -14,7 +14,6 @@
 //! maxima are exact.
 
 use crate::model::VisibleUnits;
-use wgpu::util::DeviceExt;
 
 const SHADER: &str = include_str!("../../shaders/reduce.wgsl");
 
@@ -117,7 +116,7 @@ pub fn partial_count(n: usize) -> u32 {
 }
 
 pub(crate) fn uniform(device: &wgpu::Device, label: &str, words: &[u32]) -> wgpu::Buffer {
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(words), usage: wgpu::BufferUsages::UNIFORM })
+    super::buffers::buffer_with(device, label, bytemuck::cast_slice(words), wgpu::BufferUsages::UNIFORM)
 }
 
 pub(crate) fn pipeline(device: &wgpu::Device, module: &wgpu::ShaderModule, entry_point: &str) -> wgpu::ComputePipeline {

@@ -16,7 +16,6 @@ use super::shader::{self, PipelineCache, SlotDispatch};
 use super::{GpuContext, GpuError};
 use crate::rng::RngStream;
 use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
 
 const SOURCE: &str = include_str!("../../shaders/sample.wgsl");
 const WORKGROUP: u32 = 256;
@@ -138,11 +137,7 @@ impl SampleKernels {
             invocations,
             pad: 0,
         };
-        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("sample_params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let params = crate::gpu::buffers::uniform_bytes(ctx, "sample_params", bytemuck::bytes_of(&params));
         let slots = op.slots.unwrap_or(&self.zero_slot);
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("sample"),

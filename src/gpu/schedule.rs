@@ -17,7 +17,6 @@ use super::reduce::{pipeline, uniform, Step};
 use super::{GpuContext, GpuError};
 use crate::train::config::{CdConfig, Schedule};
 use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
 
 /// schedule_state.wgsl and schedule.wgsl (whose `schedule_and_gather` also needs gather.wgsl).
 /// schedule_state.wgsl: `struct TrainState`, prepended to every kernel that reads the state.
@@ -157,11 +156,12 @@ impl EpochFigures {
 /// A buffer holding `state`, usable as the update kernels' uniform, the schedule kernel's
 /// storage, and a copy source/destination.
 pub fn create_state_buffer(device: &wgpu::Device, state: &TrainState) -> wgpu::Buffer {
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("train_state"),
-        contents: bytemuck::bytes_of(state),
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-    })
+    super::buffers::buffer_with(
+        device,
+        "train_state",
+        bytemuck::bytes_of(state),
+        wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+    )
 }
 
 /// A batch log for `capacity` batches (8 words each).

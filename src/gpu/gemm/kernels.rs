@@ -9,7 +9,6 @@ use crate::gpu::{GpuContext, GpuError};
 use crate::backend::Activation;
 use crate::rng::RngStream;
 use bytemuck::{Pod, Zeroable};
-use wgpu::util::DeviceExt;
 
 const SOURCE: &str = include_str!("../../../shaders/gemm.wgsl");
 const SCALAR_OPERANDS: &str = include_str!("../../../shaders/gemm_operands_scalar.wgsl");
@@ -351,11 +350,7 @@ impl GemmKernels {
             half_tasks,
             _pad: 0,
         };
-        let params = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("gemm_params"),
-            contents: bytemuck::bytes_of(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
+        let params = crate::gpu::buffers::uniform_bytes(ctx, "gemm_params", bytemuck::bytes_of(&params));
         fn read<'b>(w: Option<buffers::Window<'b>>, unused: &'b wgpu::Buffer) -> wgpu::BindingResource<'b> {
             match w {
                 Some(w) => wgpu::BindingResource::Buffer(w.binding),

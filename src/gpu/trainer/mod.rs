@@ -371,6 +371,9 @@ impl GpuCdTrainer {
     }
 
     fn plan(&self, rows: usize, k: usize) -> Result<Plan, GpuError> {
+        if let Some(failure) = self.ctx.failure() {
+            return Err(GpuError(failure));
+        }
         let shape = PlanShape {
             rows,
             chains: self.chains.unwrap_or(rows),

@@ -223,13 +223,8 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
 }
 
 fn gather_params(ctx: &GpuContext, b: &DeviceBuffers, rows: usize, nv: usize) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
     let n_cases = (b.order.size() / 4) as u32;
-    ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("gather_params"),
-        contents: bytemuck::cast_slice(&[rows as u32, nv as u32, b.data_u8 as u32, n_cases]),
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
+    crate::gpu::buffers::uniform_bytes(ctx, "gather_params", bytemuck::cast_slice(&[rows as u32, nv as u32, b.data_u8 as u32, n_cases]))
 }
 
 /// schedule_gather.wgsl: the schedule step (`schedule_params` as schedule.wgsl's
@@ -247,10 +242,9 @@ fn schedule_gather_call(
     update_partials: &wgpu::Buffer,
     error_partials: &wgpu::Buffer,
 ) -> GatherCall {
-    use wgpu::util::DeviceExt;
     let device = &ctx.device;
     let params = gather_params(ctx, b, rows, nv);
-    let schedule = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("schedule_params"), contents: bytemuck::cast_slice(schedule_params), usage: wgpu::BufferUsages::UNIFORM });
+    let schedule = crate::gpu::buffers::uniform_bytes(ctx, "schedule_params", bytemuck::cast_slice(schedule_params));
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("schedule_and_gather"),
         layout: &kn.schedule_gather_layout,
