@@ -174,13 +174,14 @@ for (const build of builds) {
     });
 
     test('a setting the engine refuses is explained next to its control, and nothing starts', async () => {
-      // 20,000 cases per batch passes the form's range but not the 9,000 training cases.
-      const { page, problems } = await openPage(build, 'batch_size=20000&supervised=0');
+      // 20,000 batches per epoch pass the form's range but not the 9,000 training cases (a
+      // batch size beyond the data is taken as the whole data, so it no longer serves here).
+      const { page, problems } = await openPage(build, 'batch_size=&n_batches=20000&supervised=0');
       try {
         await waitReady(page);
         await page.click('#train-start');
-        await page.waitForSelector('#p-batch_size-error:not([hidden])', { timeout: 30_000 });
-        assert.match(await page.textContent('#p-batch_size-error'), /batch_size: .*9000/);
+        await page.waitForSelector('#p-n_batches-error:not([hidden])', { timeout: 30_000 });
+        assert.match(await page.textContent('#p-n_batches-error'), /n_batches: .*9000/);
         assert.equal(await page.evaluate(() => window.app.running), false);
         assert.equal(await page.$$eval('#epoch-log li', (items) => items.length), 0);
         // Outside the form's own range: refused before the engine is asked.
