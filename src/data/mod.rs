@@ -3,6 +3,7 @@
 
 pub mod database;
 pub mod error;
+pub mod split;
 pub mod idx;
 pub mod preprocess;
 

@@ -13,6 +13,7 @@
 use super::criterion::Cases;
 use super::network::{Network, OutputKind};
 use crate::backend::Backend;
+use crate::data::split::held_out_cases;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -44,38 +45,16 @@ pub fn arg_max(values: &[f32]) -> usize {
     values.iter().enumerate().fold(0, |best, (i, &v)| if v > values[best] { i } else { best })
 }
 
-/// Splits `n_cases` into (training, held-out) case indices, both ascending. With one-hot
-/// (or any) SoftMax targets the split is stratified by each case's largest target, so every
-/// class gives `round(fraction · its count)` cases; otherwise it takes every case whose
-/// position in a seeded shuffle falls in the first `fraction`. Classes too small to spare a
-/// case give none.
+/// Splits the cases of `targets` (`n_outputs` each) into (training, held-out) case indices,
+/// both ascending: `data::split::held_out_cases`, stratified by each case's largest target
+/// when `stratify` (SoftMax outputs), otherwise a seeded random choice.
 pub fn split_held_out(targets: &[f32], n_outputs: usize, stratify: bool, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
     let n_cases = targets.len() / n_outputs.max(1);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_4e1d);
-    let mut held = vec![false; n_cases];
-    let groups: Vec<Vec<usize>> = if stratify {
-        let mut by_class = vec![Vec::new(); n_outputs];
-        for case in 0..n_cases {
-            by_class[arg_max(&targets[case * n_outputs..(case + 1) * n_outputs])].push(case);
-        }
-        by_class
-    } else {
-        vec![(0..n_cases).collect()]
-    };
-    for mut group in groups {
-        let take = ((fraction * group.len() as f64).round() as usize).min(group.len().saturating_sub(1));
-        group.shuffle(&mut rng);
-        for &case in &group[..take] {
-            held[case] = true;
-        }
-    }
-    let (mut train, mut held_out) = (Vec::new(), Vec::new());
-    for (case, &is_held) in held.iter().enumerate() {
-        if is_held { held_out.push(case) } else { train.push(case) }
-    }
-    (train, held_out)
+    let classes: Vec<u32> = if stratify { targets.chunks(n_outputs.max(1)).map(|t| arg_max(t) as u32).collect() } else { Vec::new() };
+    let held_out = held_out_cases(n_cases, stratify.then_some((&classes[..], n_outputs)), fraction, seed ^ 0x5eed_4e1d);
+    let mut is_held = vec![false; n_cases];
+    held_out.iter().for_each(|&case| is_held[case] = true);
+    ((0..n_cases).filter(|&case| !is_held[case]).collect(), held_out)
 }
 
 /// Copies the given cases' inputs and targets, in order.

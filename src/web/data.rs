@@ -4,11 +4,10 @@
 //! started with (`Playground::training_data`), whatever is loaded meanwhile.
 
 use super::{image_to_js, js_error, to_js, Playground};
+use crate::data::split::held_out_cases;
 use crate::data::{dataset_from_database, idx, parse_database, Dataset, Scaling};
-use crate::model::Rbm;
 use crate::report::image_grid::{self, Scaling as TileScaling};
 use crate::supervised::evaluation::label_class_names;
-use rand::seq::index::sample;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -229,25 +228,7 @@ impl Split {
     /// stored class by class, or interleaved with a period, would otherwise be held out
     /// unevenly by any choice that follows the order (every k-th case held out only zeros).
     pub fn new(n_cases: usize, classes: Option<(&[u32], usize)>, fraction: f64, seed: u32) -> Split {
-        let count = (fraction * n_cases as f64).round() as usize;
-        let mut rng = Rbm::seeded_rng(u64::from(seed));
-        let mut held_out = match classes {
-            Some((classes, n_classes)) if classes.len() == n_cases => {
-                let mut members = vec![Vec::new(); n_classes];
-                for (case, &class) in classes.iter().enumerate() {
-                    members[class as usize].push(case);
-                }
-                let sizes: Vec<usize> = members.iter().map(Vec::len).collect();
-                members
-                    .iter()
-                    .zip(class_shares(&sizes, fraction, count))
-                    .flat_map(|(cases, share)| sample(&mut rng, cases.len(), share).into_iter().map(|k| cases[k]).collect::<Vec<_>>())
-                    .collect()
-            }
-            _ => sample(&mut rng, n_cases, count).into_vec(),
-        };
-        held_out.sort_unstable();
-        Split { fraction, seed, held_out }
+        Split { fraction, seed, held_out: held_out_cases(n_cases, classes, fraction, u64::from(seed)) }
     }
 
     /// The cases that are not held out, ascending.
@@ -264,26 +245,4 @@ impl Split {
             })
             .collect()
     }
-}
-
-/// Splits `total` (about `fraction` of all cases) over classes of `sizes` cases by largest
-/// remainders: each class gets the floor or the ceiling of `fraction · size`, and the shares
-/// add up to `total`.
-fn class_shares(sizes: &[usize], fraction: f64, total: usize) -> Vec<usize> {
-    let exact: Vec<f64> = sizes.iter().map(|&size| fraction * size as f64).collect();
-    let mut shares: Vec<usize> = exact.iter().zip(sizes).map(|(share, &size)| (share.floor() as usize).min(size)).collect();
-    let mut by_remainder: Vec<usize> = (0..sizes.len()).collect();
-    // Stable: equal remainders go to the lower class first.
-    by_remainder.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())));
-    let mut missing = total.saturating_sub(shares.iter().sum());
-    for class in by_remainder {
-        if missing == 0 {
-            break;
-        }
-        if shares[class] < sizes[class] {
-            shares[class] += 1;
-            missing -= 1;
-        }
-    }
-    shares
 }
