@@ -60,7 +60,7 @@ export const PARAMS = [
   { key: 'sup_fine_tune_input_dropout', path: sup('fine_tune_input_dropout'), label: 'Input dropout', group: 'fine-tune', type: 'float', default: 0.2, min: 0, max: 0.95, tip: 'SGD fine-tuning: fraction of inputs dropped per case.', advanced: true },
   { key: 'sup_fine_tune_hidden_dropout', path: sup('fine_tune_hidden_dropout'), label: 'Hidden dropout', group: 'fine-tune', type: 'float', default: 0.5, min: 0, max: 0.95, tip: 'SGD fine-tuning: fraction of logistic hidden units dropped per case.', advanced: true },
   { key: 'sup_fine_tune_shift', path: sup('fine_tune_shift'), label: 'Image shifts (pixels)', group: 'fine-tune', type: 'int', default: 1, min: 0, max: 8, tip: 'SGD fine-tuning of images: each training image moves by up to this many pixels each way, fresh every batch; 0 turns it off.', advanced: true },
-  { key: 'sup_validation_fraction', path: sup('validation_fraction'), label: 'Validation share', group: 'fine-tune', type: 'float', default: 0.1, min: 0, max: 0.5, tip: 'With SGD: this share of the training cases never trains; the epoch that scores best on it is kept. 0: train on every case to the last epoch.' },
+  { key: 'sup_validation_fraction', path: sup('validation_fraction'), label: 'Validation share', group: 'fine-tune', type: 'float', default: 0, min: 0, max: 0.5, tip: 'With SGD: this share of the training cases never trains; the epoch that scores best on it is kept. 0: train on every case to the last epoch.' },
   { key: 'sup_patience', path: sup('patience'), label: 'Patience (epochs)', group: 'fine-tune', type: 'int', default: 30, min: 1, max: 100000000, tip: 'With SGD and a validation share: epochs without a new best score before training stops.', advanced: true },
 ];
 
@@ -101,7 +101,7 @@ const DEEP = {
 export const PRESETS = {
   quick: { label: 'Quick demo', tip: 'A small two-layer stack, a few epochs and a short supervised stage: done in seconds.',
     values: { ...HINTON, epochs: 3, monitor_cases: 500, layers: '64,32', supervised: true, sup_max_iterations: 30 } },
-  default: { label: 'Good defaults', tip: 'The measured defaults: batches of 100, CD-k with k growing toward 10 (20 in the top layer), a light sparsity target; CG on the features, SGD fine-tuning with dropout and a validation share.', values: { layers: '500', supervised: true } },
+  default: { label: 'Good defaults', tip: 'The measured defaults: batches of 100, CD-k with k growing toward 10 (20 in the top layer), a light sparsity target; CG on the features, SGD fine-tuning with dropout and image shifts.', values: { layers: '500', supervised: true } },
   deep: { label: "Masters' DEEP settings", tip: 'Masters\' DEEP program exactly: adaptive schedule, 24 batches, CD 1→4, 50 initialisation trials, full-batch conjugate gradient.', values: { ...DEEP } },
   hinton: { label: "Hinton's 2006 recipe", tip: 'Fixed schedule, learning rate 0.1, momentum 0.5 then 0.9 from epoch 5, weight cost 0.0002, batches of 100, CD-1, no sparsity.', values: { ...HINTON } },
 };
