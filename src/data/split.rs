@@ -30,6 +30,21 @@ pub fn held_out_cases(n_cases: usize, classes: Option<(&[u32], usize)>, fraction
     held_out
 }
 
+/// The cases of `0..n_cases` not in `held_out` (ascending), ascending.
+pub fn complement(held_out: &[usize], n_cases: usize) -> Vec<usize> {
+    let mut held_out = held_out.iter().peekable();
+    (0..n_cases)
+        .filter(|case| {
+            if held_out.peek() == Some(&case) {
+                held_out.next();
+                false
+            } else {
+                true
+            }
+        })
+        .collect()
+}
+
 /// Splits `total` (about `fraction` of all cases) over classes of `sizes` cases by largest
 /// remainders: each class gets the floor or the ceiling of `fraction · size`, and the shares
 /// add up to `total`.

@@ -13,7 +13,7 @@
 use super::criterion::Cases;
 use super::network::{Network, OutputKind};
 use crate::backend::Backend;
-use crate::data::split::held_out_cases;
+use crate::data::split::{complement, held_out_cases};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -52,9 +52,7 @@ pub fn split_held_out(targets: &[f32], n_outputs: usize, stratify: bool, fractio
     let n_cases = targets.len() / n_outputs.max(1);
     let classes: Vec<u32> = if stratify { targets.chunks(n_outputs.max(1)).map(|t| arg_max(t) as u32).collect() } else { Vec::new() };
     let held_out = held_out_cases(n_cases, stratify.then_some((&classes[..], n_outputs)), fraction, seed ^ 0x5eed_4e1d);
-    let mut is_held = vec![false; n_cases];
-    held_out.iter().for_each(|&case| is_held[case] = true);
-    ((0..n_cases).filter(|&case| !is_held[case]).collect(), held_out)
+    (complement(&held_out, n_cases), held_out)
 }
 
 /// Copies the given cases' inputs and targets, in order.

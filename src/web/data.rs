@@ -4,7 +4,7 @@
 //! started with (`Playground::training_data`), whatever is loaded meanwhile.
 
 use super::{image_to_js, js_error, to_js, Playground};
-use crate::data::split::held_out_cases;
+use crate::data::split::{complement, held_out_cases};
 use crate::data::{dataset_from_database, idx, parse_database, Dataset, Scaling};
 use crate::report::image_grid::{self, Scaling as TileScaling};
 use crate::supervised::evaluation::label_class_names;
@@ -233,16 +233,6 @@ impl Split {
 
     /// The cases that are not held out, ascending.
     pub fn complement(&self, n_cases: usize) -> Vec<usize> {
-        let mut held_out = self.held_out.iter().peekable();
-        (0..n_cases)
-            .filter(|case| {
-                if held_out.peek() == Some(&case) {
-                    held_out.next();
-                    false
-                } else {
-                    true
-                }
-            })
-            .collect()
+        complement(&self.held_out, n_cases)
     }
 }
