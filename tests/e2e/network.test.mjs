@@ -115,7 +115,12 @@ for (const build of builds) {
 
         // A phone's width: the drawing fits, its labels do not overlap and stay readable.
         await page.setViewportSize({ width: 390, height: 800 });
-        await page.waitForFunction(() => Math.abs(document.querySelector('#network-drawing svg').viewBox.baseVal.width - document.getElementById('network-drawing').clientWidth) < 2, null, { timeout: 10_000 });
+        // Drawn in CSS pixels: the viewBox follows the drawing's size (the page may make it shorter on phones).
+        await page.waitForFunction(() => {
+          const svg = document.querySelector('#network-drawing svg');
+          const box = svg.getBoundingClientRect();
+          return Math.abs(svg.viewBox.baseVal.width - box.width) < 2 && Math.abs(svg.viewBox.baseVal.height - box.height) < 2;
+        }, null, { timeout: 10_000 });
         const boxes = await page.$$eval('#network-drawing g.layer .label', (labels) => labels.map((t) => {
           const r = t.getBoundingClientRect();
           return { left: r.left, right: r.right, height: r.height, text: t.textContent };

@@ -14,10 +14,11 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 // Larger layers draw 3 units, "⋮", 3 units.
 const MAX_UNITS = 8;
 const MAX_RBM_LAYERS = 8;
-const HEIGHT = 250;
+// The drawing's height when CSS gives none; the page may set another (shorter on phones).
+const DEFAULT_HEIGHT = 250;
 const UNITS_TOP = 14;
-const UNITS_BOTTOM = 184;
-const LABEL_Y = 204;
+// Below the units: two label lines and the progress line.
+const LABELS_HEIGHT = 66;
 const LINE_HEIGHT = 13;
 // The labels' font as network.css sets it: decides whether a label fits its column on one
 // line, on two, or only as its size.
@@ -112,7 +113,7 @@ export function mountNetwork(element, app) {
     el('div', { className: 'network-edit', role: 'group', 'aria-label': 'RBM layers' }, removeButton, addButton)));
 
   let architecture = app.architecture ?? null;
-  let drawnWidth = 0;
+  let drawn = { width: 0, height: 0 };
   // The run as the drawing shows it: each layer's state and progress text by `kind:index`;
   // the stage ('rbm' | 'supervised' | 'fine_tune' | ''); the plan's steps.
   const run = { states: new Map(), progress: new Map(), stage: '', steps: [] };
@@ -122,28 +123,32 @@ export function mountNetwork(element, app) {
   const key = (kind, index) => `${kind}:${index}`;
 
   function draw() {
+    // Drawn in CSS pixels so the labels keep their size whatever the page's layout.
     const width = Math.max(280, Math.round(element.clientWidth || 600));
-    drawnWidth = width;
-    svg.setAttribute('viewBox', `0 0 ${width} ${HEIGHT}`);
+    const height = Math.max(150, Math.round(svg.getBoundingClientRect().height || DEFAULT_HEIGHT));
+    drawn = { width, height };
+    svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+    const unitsBottom = height - LABELS_HEIGHT;
+    const labelY = unitsBottom + 20;
     groups = new Map();
     links = new Map();
     if (!architecture) {
       svg.dataset.layers = '';
-      svg.replaceChildren(svgEl('text', { class: 'network-empty', x: width / 2, y: HEIGHT / 2, 'text-anchor': 'middle' }, 'Reading the settings…'));
+      svg.replaceChildren(svgEl('text', { class: 'network-empty', x: width / 2, y: height / 2, 'text-anchor': 'middle' }, 'Reading the settings…'));
       showButtons();
       return;
     }
     const layers = layersOf(architecture);
     svg.dataset.layers = layers.map((layer) => layer.size ?? '?').join(',');
     const column = width / layers.length;
+    const spacing = Math.min(24, (unitsBottom - UNITS_TOP) / MAX_UNITS);
     const positions = layers.map((layer, position) => {
       const slots = slotsOf(layer.size);
-      const spacing = Math.min(24, (UNITS_BOTTOM - UNITS_TOP) / MAX_UNITS);
-      const top = (UNITS_TOP + UNITS_BOTTOM) / 2 - (spacing * (slots.length - 1)) / 2;
+      const top = (UNITS_TOP + unitsBottom) / 2 - (spacing * (slots.length - 1)) / 2;
       const x = column * (position + 0.5);
       return { layer, x, slots: slots.map((kind, k) => ({ kind, y: top + k * spacing })) };
     });
-    const radius = Math.max(3, Math.min(8, column * 0.16));
+    const radius = Math.max(3, Math.min(8, column * 0.16, spacing * 0.38));
 
     const linkLayer = svgEl('g', { class: 'links-all' });
     for (let k = 1; k < positions.length; k += 1) {
@@ -163,16 +168,16 @@ export function mountNetwork(element, app) {
 
     const layerGroups = positions.map(({ layer, x, slots }) => {
       const lines = labelLines(layer, column - 6);
-      const progressY = LABEL_Y + lines.length * LINE_HEIGHT + 4;
+      const progressY = labelY + lines.length * LINE_HEIGHT + 4;
       const group = svgEl('g', { class: 'layer', role: 'button', tabindex: 0, 'aria-label': `${layer.description}. Open its settings.`, dataset: { kind: layer.kind, index: layer.index, state: 'pending' } },
         svgEl('title', {}, `${layer.description}. Click for its settings.`),
-        svgEl('rect', { class: 'hit', x: x - column / 2 + 2, y: 2, width: column - 4, height: HEIGHT - 4, rx: 6 }),
+        svgEl('rect', { class: 'hit', x: x - column / 2 + 2, y: 2, width: column - 4, height: height - 4, rx: 6 }),
         ...slots.map((slot) => (slot.kind === 'more'
           ? svgEl('text', { class: 'more', x, y: slot.y + 4, 'text-anchor': 'middle' }, '⋮')
           : layer.kind === 'inputs'
             ? svgEl('rect', { class: 'unit', x: x - radius, y: slot.y - radius, width: 2 * radius, height: 2 * radius, rx: 1.5 })
             : svgEl('circle', { class: 'unit', cx: x, cy: slot.y, r: radius }))),
-        svgEl('text', { class: 'label', x, y: LABEL_Y, 'text-anchor': 'middle' },
+        svgEl('text', { class: 'label', x, y: labelY, 'text-anchor': 'middle' },
           ...lines.map((line, k) => svgEl('tspan', { x, dy: k ? LINE_HEIGHT : 0 }, line))),
         svgEl('text', { class: 'progress', x, y: progressY, 'text-anchor': 'middle' }));
       const open = () => app.emit('open_layer', { kind: layer.kind, index: layer.index });
@@ -302,18 +307,21 @@ export function mountNetwork(element, app) {
   }));
   app.on('state', showButtons);
 
-  // Drawn in CSS pixels so the labels keep their size: a new width redraws.
+  // Drawn in CSS pixels: a new width or height redraws.
   if (typeof ResizeObserver === 'function') {
     let pending = false;
-    new ResizeObserver(() => {
+    const observer = new ResizeObserver(() => {
       if (pending) return;
       pending = true;
       requestAnimationFrame(() => {
         pending = false;
         const width = Math.round(element.clientWidth);
-        if (width && Math.abs(width - drawnWidth) >= 1) draw();
+        const height = Math.round(svg.getBoundingClientRect().height);
+        if (width && height && (Math.abs(width - drawn.width) >= 1 || Math.abs(height - drawn.height) >= 1)) draw();
       });
-    }).observe(element);
+    });
+    observer.observe(element);
+    observer.observe(svg);
   }
   draw();
   return { redraw: draw };
