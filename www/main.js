@@ -67,21 +67,37 @@ function cpuDescription(runtime, threads = runtime.threads) {
   return threads === 1 ? 'one thread of the threaded build' : `${threads} threads`;
 }
 
+const isSoftware = (webgpu) => webgpu.adapter?.device_type === 'Cpu' || /swiftshader|llvmpipe|lavapipe|warp/i.test(webgpu.adapter?.name || '');
+
+// In words for the status line; the technical details (the start-up check of the GPU
+// against the CPU) are in its tooltip.
 function describeRuntime() {
   const { runtime, webgpu } = app.runtime;
   const cpu = runtime.threaded_build
-    ? `CPU: threaded, ${runtime.threads} workers (${runtime.distinct_threads} ran)`
-    : `CPU: single-threaded${runtime.isolated ? '' : ' (page not cross-origin isolated)'}`;
+    ? `${runtime.threads} CPU threads`
+    : `a single-threaded CPU${runtime.isolated ? '' : ' (this page is not cross-origin isolated)'}`;
   const gpu = webgpu.available
-    ? `WebGPU: available (${webgpu.adapter.name || webgpu.adapter.driver || 'adapter'}; check error ${webgpu.max_abs_error.toExponential(1)})`
-    : `WebGPU: not available (${webgpu.reason})`;
+    ? `WebGPU on ${webgpu.adapter.name || webgpu.adapter.driver || 'this GPU'}${isSoftware(webgpu) ? ' (a software GPU)' : ''}`
+    : 'no WebGPU in this browser';
   return `${cpu} · ${gpu}`;
+}
+
+function runtimeDetails() {
+  const { runtime, webgpu } = app.runtime;
+  const cpu = runtime.threaded_build
+    ? `CPU: threaded build, ${runtime.threads} workers (${runtime.distinct_threads} ran at start-up)`
+    : `CPU: single-threaded build${runtime.isolated ? '' : ' (the page is not cross-origin isolated, so no shared memory for threads)'}`;
+  const gpu = webgpu.available
+    ? `WebGPU: ${webgpu.adapter.name || webgpu.adapter.driver || 'adapter'}; its start-up kernels matched the CPU to ${webgpu.max_abs_error.toExponential(1)}`
+    : `WebGPU: not available (${webgpu.reason})`;
+  return `${cpu}. ${gpu}.`;
 }
 
 function showRuntime() {
   const status = $('status');
   const { runtime, webgpu } = app.runtime;
-  status.textContent = describeRuntime();
+  status.textContent = `Ready · ${describeRuntime()}`;
+  status.title = runtimeDetails();
   status.dataset.threads = runtime.distinct_threads;
   status.dataset.threadedBuild = runtime.threaded_build;
   status.dataset.webgpu = webgpu.available;
@@ -93,10 +109,15 @@ function showTrainingBackend({ backend, adapter, threads, reason }) {
   status.dataset.trainingBackend = backend;
   const where = backend === 'webgpu'
     ? `Training on WebGPU (${adapter})`
-    : `Training on the CPU (${cpuDescription(app.runtime.runtime, threads)}${reason ? `; ${reason}` : ''})`;
-  status.textContent = `${where} · ${describeRuntime()}`;
-  app.emit('backend_shown', { text: where });
+    : `Training on the CPU (${cpuDescription(app.runtime.runtime, threads)})`;
+  status.textContent = where;
+  status.title = `${reason ? `${reason}. ` : ''}${runtimeDetails()}`;
+  app.emit('backend_shown', { text: `${where}${reason ? `: ${reason}` : ''}` });
 }
+app.on('finished', () => {
+  const status = $('status');
+  if (status.dataset.trainingBackend) status.textContent = status.textContent.replace(/^Training on/, 'Trained on');
+});
 
 // Cancel works at any time. Between training units the worker answers at once. A blocking
 // supervised stage reads the shared flag when the page is cross-origin isolated; otherwise
@@ -127,7 +148,7 @@ async function cancel() {
 const dataPanel = mountData($('data-panel'), app);
 const model = mountModel($('model-panel'), app);
 mountTraining($('training-panel'), app, model);
-mountCharts($('charts-panel'), app);
+mountCharts($('charts-panel'), app, $('headline-charts'));
 
 // The views and storage modules come from another part of the project; the page trains
 // without them.
@@ -137,10 +158,16 @@ async function mountOptional(path, exportName, element) {
     await module[exportName](element, app);
   } catch (error) {
     if (!/Failed to fetch|error loading|Cannot find/i.test(String(error?.message))) console.warn(`${path}:`, error);
-    element.dataset.unavailable = String(error?.message ?? error);
+    if (element instanceof HTMLElement) element.dataset.unavailable = String(error?.message ?? error);
   }
 }
-mountOptional('./views/index.js', 'mountViews', $('views'));
+mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') });
+mountOptional('./views/network.js', 'mountNetwork', $('network-drawing'));
+mountOptional('./share.js', 'mountShare', $('share'));
 mountOptional('./storage.js', 'mountStorage', $('storage'));
+// A link inside the page that changes the hash (the intro's "try this" links) is a new
+// configuration: reload so every panel reads it. The page's own writes use replaceState,
+// which fires no hashchange.
+window.addEventListener('hashchange', () => location.reload());
 
 ready.then(() => dataPanel.loadInitial());

@@ -239,7 +239,9 @@ test('with WebGPU off, the CPU path is used and the status says so (both builds)
         await startTraining(page);
         const run = await waitFinished(page);
         assert.equal(run.backend, 'cpu', run.status);
-        assert.match(run.status, /Training on the CPU \(.*WebGPU is not available/);
+        // The header says where it trained; the settings say why.
+        assert.match(run.status, /Trained on the CPU \(/);
+        assert.match(await page.textContent('#backend-status'), /Training on the CPU \(.*WebGPU is not available/);
         assert.equal(run.epochs, 1);
         assert.deepEqual(problems, []);
       } finally {
@@ -275,9 +277,9 @@ test('threaded build: WebGPU training matches the CPU, and survives losing the d
   const { webgpu, cpu, lost } = runs;
   console.log(`# errors: webgpu ${JSON.stringify(webgpu.errors)} cpu ${JSON.stringify(cpu.errors)} lost ${JSON.stringify(lost.errors)}`);
   assert.equal(webgpu.backend, 'webgpu', `${webgpu.status} ${webgpu.notice}`);
-  assert.match(webgpu.status, /Training on WebGPU \(/);
+  assert.match(webgpu.status, /Trained on WebGPU \(/);
   assert.equal(cpu.backend, 'cpu', cpu.status);
-  assert.match(cpu.status, /Training on the CPU \(/);
+  assert.match(cpu.status, /Trained on the CPU \(/);
   assert.equal(webgpu.errors.length, 2);
   assert.equal(cpu.errors.length, 2);
   assert.match(lost.notice, /WebGPU failed .*continuing on the CPU/);
@@ -339,7 +341,7 @@ test('embedded in an iframe without isolation, a constrained demo trains (single
     assert.equal(await frame.isHidden('#model-panel'), true);
     await frame.click('#train-start');
     await frame.waitForFunction(() => document.getElementById('train-status').dataset.finished === 'done', null, { timeout: 60_000 });
-    assert.match(await frame.textContent('#status'), /Training on the CPU \(single-threaded/);
+    assert.match(await frame.textContent('#status'), /Trained on the CPU \(single-threaded/);
     assert.deepEqual(problems, []);
   } finally {
     await page.close();

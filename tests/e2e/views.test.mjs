@@ -95,7 +95,8 @@ for (const build of builds) {
       assert.equal(histograms.length, 2, 'one histogram per RBM layer');
       assert.ok(histograms.every((total) => total > 0), JSON.stringify(histograms));
 
-      // Colour mode: the mode control redraws the filters with hue.
+      // Colour mode: the mode control (folded under Options) redraws the filters with hue.
+      await page.click('#filters-panel details.view-options > summary');
       await page.selectOption('#filter-mode', 'colour');
       await waitFor(page, () => document.getElementById('filters-canvas').dataset.mode === 'colour');
       const colour = await canvasState(page, '#filters-canvas');
@@ -107,6 +108,7 @@ for (const build of builds) {
     });
 
     test('a bad case list is refused next to its field; a good one restarts the chains from those cases', async () => {
+      await page.click('#samples-panel details.view-options > summary');
       await page.fill('#chain-cases', '5-2');
       await page.press('#chain-cases', 'Enter');
       await page.dispatchEvent('#chain-cases', 'change');

@@ -175,7 +175,11 @@ export function mountData(section, app) {
     const shape = summary.image_shape ? ` (${summary.image_shape[0]}×${summary.image_shape[1]})` : '';
     const classes = summary.class_counts?.length ? `, ${summary.class_counts.length} classes` : '';
     const targets = !summary.class_counts?.length && summary.target_names?.length ? `, targets ${summary.target_names.join(', ')}` : '';
-    $('data-summary').textContent = `${summary.name}: ${summary.n_cases.toLocaleString()} cases of ${summary.n_inputs} inputs${shape}${classes}${targets}`;
+    const name = /^mnist-default-/.test(summary.name) ? 'Built-in MNIST digits' : summary.name;
+    $('data-summary').textContent = `${name}: ${summary.n_cases.toLocaleString()} cases of ${summary.n_inputs} inputs${shape}${classes}${targets}`;
+    $('data-summary').title = summary.name;
+    // A load that worked clears every source's earlier error.
+    for (const element of Object.values(errorOf)) showError(element, '');
     $('data-summary').dataset.cases = summary.n_cases;
     $('data-summary').dataset.inputs = summary.n_inputs;
     const train = summary.n_train ?? summary.n_cases;

@@ -125,7 +125,8 @@ export function mountModel(section, app) {
     refresh();
   }
 
-  // Layout: presets; architecture; backend and seed; parameter groups (advanced collapsed).
+  // Layout: the preset and the settings people change first (layers, epochs, learning rate,
+  // backend, seed) up front; everything else, group by group, under one Advanced fold.
   const presetSelect = el('select', { id: 'preset', name: 'preset' }, ...Object.entries(PRESETS).map(([name, p]) => el('option', { value: name, title: p.tip }, p.label)));
   presetSelect.value = preset;
   presetSelect.addEventListener('change', () => applyPreset(presetSelect.value));
@@ -133,25 +134,23 @@ export function mountModel(section, app) {
     el('label', { className: 'setting', title: 'Sets every parameter below; you can change them afterwards.' }, el('span', { className: 'name' }, 'Preset'), presetSelect),
     el('p', { id: 'preset-tip', className: 'tip' })));
 
-  const architecture = el('fieldset', { className: 'group', id: 'architecture', dataset: { hideKey: 'architecture' } }, el('legend', {}, 'Architecture'),
-    el('p', { className: 'arch-line' }, 'Visible units: ', el('output', { id: 'visible-size' }, '?'), ' · parameters: ', el('output', { id: 'param-count' }, '?')),
-    el('div', { className: 'grid' }, control('layer_mode'), control('layers'), control('layer_first'), control('layer_last'), control('layer_count')),
-    el('p', { id: 'layer-sizes', className: 'tip', 'aria-live': 'polite' }),
-    el('div', { className: 'grid' }, control('supervised'), control('sup_hidden'), control('sup_output')));
-  const run = el('fieldset', { className: 'group', id: 'run-settings' }, el('legend', {}, 'Backend and seed'),
-    el('div', { className: 'grid' }, control('backend'), control('seed')),
+  const UP_FRONT = ['layers', 'layer_first', 'layer_last', 'layer_count', 'epochs', 'learning_rate', 'backend', 'seed'];
+  form.append(el('div', { className: 'grid up-front', id: 'up-front' }, ...UP_FRONT.map(control)),
+    el('p', { className: 'arch-line tip' }, el('output', { id: 'visible-size' }, '?'), ' inputs · ', el('output', { id: 'param-count' }, '?'), ' parameters · ',
+      el('span', { id: 'layer-sizes', 'aria-live': 'polite' })),
     el('p', { id: 'backend-status', className: 'tip', 'aria-live': 'polite' }));
-  form.append(architecture, run);
 
-  for (const group of GROUPS) {
+  const architecture = el('fieldset', { className: 'group', id: 'architecture', dataset: { hideKey: 'architecture' } }, el('legend', {}, 'Architecture'),
+    el('div', { className: 'grid' }, control('layer_mode'), control('supervised'), control('sup_hidden'), control('sup_output')));
+  const groups = GROUPS.map((group) => {
     const params = PARAMS.filter((p) => p.group === group.id && !controls.has(p.key));
-    const basic = params.filter((p) => !p.advanced);
-    const advanced = params.filter((p) => p.advanced);
-    const fieldset = el('fieldset', { className: 'group', id: `group-${group.id}`, dataset: { hideKey: `group_${group.id.replace(/-/g, '_')}` } }, el('legend', {}, group.label),
-      el('div', { className: 'grid' }, ...basic.map((p) => control(p.key))));
-    if (advanced.length) fieldset.append(el('details', { className: 'advanced' }, el('summary', {}, `Advanced (${advanced.length})`), el('div', { className: 'grid' }, ...advanced.map((p) => control(p.key)))));
-    form.append(fieldset);
-  }
+    return el('fieldset', { className: 'group', id: `group-${group.id}`, dataset: { hideKey: `group_${group.id.replace(/-/g, '_')}` } }, el('legend', {}, group.label),
+      el('div', { className: 'grid' }, ...params.map((p) => control(p.key))));
+  });
+  const advanced = el('details', { className: 'advanced', id: 'advanced-settings' },
+    el('summary', { title: 'Every other setting of the RBM layers, the supervised stage and fine-tuning; each has its default and an explanation in its tooltip.' }, `Advanced settings (${controls.size - UP_FRONT.length})`),
+    architecture, ...groups);
+  form.append(advanced);
 
   for (const key of controls.keys()) writeControl(key, values[key]);
 
@@ -165,9 +164,14 @@ export function mountModel(section, app) {
     const nInputs = app.data?.n_inputs;
     const nOutputs = app.data?.target_names?.length || app.data?.class_counts?.length || 0;
     $('visible-size').textContent = nInputs ?? '?';
-    $('layer-sizes').textContent = `RBM layers: ${[nInputs ?? '?', ...rbmLayers(values)].join(' → ')}${values.supervised ? ` → supervised ${[...parseSizes(values.sup_hidden), nOutputs || 'outputs'].join(' → ')}` : ''}`;
+    $('layer-sizes').textContent = `${[nInputs ?? '?', ...rbmLayers(values)].join(' → ')}${values.supervised ? ` → supervised ${[...parseSizes(values.sup_hidden), nOutputs || 'outputs'].join(' → ')}` : ''}`;
     $('param-count').textContent = nInputs ? parameterCount(nInputs, values, nOutputs).toLocaleString() : '?';
     showBackendChoice();
+    app.architecture = {
+      inputs: nInputs ?? null, imageShape: app.data?.image_shape ?? null, rbm: rbmLayers(values), supervised: !!values.supervised,
+      supervisedHidden: parseSizes(values.sup_hidden), outputs: nOutputs || null, outputKind: values.sup_output,
+    };
+    app.emit('architecture', app.architecture);
   }
 
   function showBackendChoice() {
@@ -184,6 +188,69 @@ export function mountModel(section, app) {
   app.on('data', refresh);
   app.on('ready', refresh);
   app.on('backend_shown', ({ text }) => { $('backend-status').textContent = `Now: ${text}.`; });
+
+  function applySettings(newValues) {
+    for (const [key, value] of Object.entries(newValues)) {
+      if (!controls.has(key)) continue;
+      values[key] = value;
+      writeControl(key, value);
+      showError(key, '');
+      hash.put(key, formatValue(value) === formatValue(base[key]) ? null : formatValue(value));
+    }
+    refresh();
+    if ('seed' in newValues) app.emit('seed_changed', { seed: values.seed });
+  }
+
+  // Scrolls a settings block into view and focuses one of its controls.
+  function reveal(block, input) {
+    block.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+    input?.focus({ preventScroll: true });
+    flash(block);
+  }
+  function flash(block) {
+    block.classList.remove('flash');
+    void block.offsetWidth;
+    block.classList.add('flash');
+  }
+  // Selects the `index`-th comma-separated item of a text input.
+  function selectListItem(input, index) {
+    const parts = input.value.split(',');
+    if (index >= parts.length) return;
+    const start = parts.slice(0, index).reduce((n, part) => n + part.length + 1, 0);
+    const item = parts[index];
+    const lead = item.length - item.trimStart().length;
+    input.setSelectionRange(start + lead, start + item.trimEnd().length);
+  }
+
+  // The network drawing's layer buttons: a layer opens the settings that shape it.
+  app.on('open_layer', ({ kind, index }) => {
+    if (kind === 'inputs') {
+      reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
+      return;
+    }
+    if (kind === 'rbm') {
+      const sizes = controls.get(values.layer_mode === 'interp' ? 'layer_first' : 'layers');
+      reveal(sizes.label, sizes.input);
+      // The layer's own size, selected in the list, so typing replaces it.
+      if (values.layer_mode !== 'interp') selectListItem(sizes.input, index);
+      advanced.open = true;
+      flash($('group-rbm-schedule'));
+      return;
+    }
+    advanced.open = true;
+    if (!values.supervised) {
+      controls.get('supervised').input.checked = true;
+      onInput('supervised');
+    }
+    const target = kind === 'outputs' ? controls.get('sup_output') : controls.get('sup_hidden');
+    reveal($('architecture'), target.input);
+    flash($('group-supervised'));
+  });
+  // The drawing's "+ layer" / "− layer".
+  app.on('edit_layers', ({ rbm }) => {
+    if (app.running || !Array.isArray(rbm) || !rbm.length) return;
+    applySettings({ layer_mode: 'list', layers: rbm.join(',') });
+  });
   refresh();
 
   const fieldKey = (field) => {
@@ -222,16 +289,6 @@ export function mountModel(section, app) {
       for (const key of controls.keys()) showError(key, '');
     },
     // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.
-    applySettings(newValues) {
-      for (const [key, value] of Object.entries(newValues)) {
-        if (!controls.has(key)) continue;
-        values[key] = value;
-        writeControl(key, value);
-        showError(key, '');
-        hash.put(key, formatValue(value) === formatValue(base[key]) ? null : formatValue(value));
-      }
-      refresh();
-      if ('seed' in newValues) app.emit('seed_changed', { seed: values.seed });
-    },
+    applySettings,
   };
 }

@@ -87,12 +87,26 @@ export function mountTraining(section, app, model) {
     app.emit('reset', {});
   });
 
+  // The progress line: what the run is doing in words, "Paused" while paused.
+  let statusText = '';
   function setProgress(fraction, text) {
     const percent = Math.max(0, Math.min(100, fraction * 100));
     $('train-progress').value = percent;
     $('train-progress').dataset.percent = percent.toFixed(1);
-    $('train-status').textContent = `${text}${run ? ` · ${Math.floor(percent)}% done` : ''}`;
+    statusText = `${text}${run ? ` · ${Math.floor(percent)}% done` : ''}`;
+    showStatus();
   }
+  function showStatus() {
+    const paused = app.running && app.paused;
+    $('train-status').textContent = paused ? `Paused (Resume goes on) · ${statusText}` : statusText;
+    $('train-status').dataset.paused = String(paused);
+  }
+  // Slow work with no progress of its own (connecting to the GPU, compiling its kernels).
+  app.on('busy', ({ message }) => {
+    if (!run) return;
+    $('train-status').textContent = message;
+    $('train-status').dataset.busy = message;
+  });
 
   // Steps of the plan: RBM layers count by epochs (at most `epochs`; a layer that converges
   // early jumps to its end), the supervised stages by iterations.
@@ -184,16 +198,24 @@ export function mountTraining(section, app, model) {
     run.stopped = stopped;
     if (!stopped) run.currentStep = run.steps.length - 1;
     markSteps();
-    const text = error ? `Stopped by an error: ${error}` : stopped ? 'Cancelled; the layers trained so far are kept.' : 'Done.';
+    const text = error ? `Stopped by an error: ${error}` : stopped ? 'Cancelled; the layers trained so far are kept.' : 'Done. Change a setting and Start again to compare.';
     if (!stopped) setProgress(1, text);
-    else $('train-status').textContent = text;
+    else {
+      statusText = text;
+      $('train-status').textContent = text;
+    }
     $('train-status').dataset.finished = stopped ? 'stopped' : 'done';
   });
   app.on('state', ({ stage }) => {
     if (run && stage) run.stage = stage;
     if (app.running) delete $('train-status').dataset.finished;
+    if (!$('train-status').dataset.busy) showStatus();
     setButtons();
   });
+  // Any progress ends a busy message.
+  for (const event of ['layer_started', 'epoch', 'batch', 'layer_finished', 'supervised_progress', 'finished']) {
+    app.on(event, () => { delete $('train-status').dataset.busy; });
+  }
   // A model from a file or this browser's storage replaces whatever the last run or Reset
   // left: the status names it.
   app.on('model_loaded', ({ summary, name }) => {

@@ -30,13 +30,21 @@ export function el(tag, props = {}, ...children) {
   return element;
 }
 
-// <section class="panel" data-hide-key=KEY> with an <h2>; returns the section.
-export function panel(container, { hideKey, title, heading, help }) {
+// <section class="panel" data-hide-key=KEY> with an <h2> and a visible caption saying what
+// the view shows (`caption`, kept in `section.caption` so the view can append it last);
+// returns the section.
+export function panel(container, { hideKey, title, heading, help, caption }) {
   const headingId = `${hideKey}-heading`;
-  const section = el('section', { className: 'panel view-panel', 'aria-labelledby': headingId, dataset: { hideKey } },
+  const section = el('section', { className: 'panel view-panel', id: `${hideKey}-panel`, 'aria-labelledby': headingId, dataset: { hideKey } },
     el('h2', { id: headingId, title: help }, heading ?? title));
+  section.caption = el('p', { className: 'caption', id: `${hideKey}-caption` }, caption ?? help);
   container.append(section);
   return section;
+}
+
+// The controls of a picture, folded so the picture itself fits the first screen.
+export function options(...controls) {
+  return el('details', { className: 'view-options' }, el('summary', { title: 'Settings of this view' }, 'Options'), ...controls);
 }
 
 // A labelled control with a tooltip on both the label and the control.

@@ -1,6 +1,9 @@
 // Live training charts (uPlot). RBM charts share one x axis, the cumulative epoch, with one
 // series (one colour) per layer, so layers read apart; the trial chart plots each layer's
 // initialisation scores; the supervised chart the criterion per iteration of each stage.
+// The reconstruction error and the test accuracy (one point per finished run, so runs with
+// different settings compare) are the headline charts of the first screen; the rest sit
+// below the fold.
 import uPlot from '../vendor/uPlot.esm.js';
 
 const COLOURS = ['#2f6fdd', '#d9480f', '#2b8a3e', '#9c36b5', '#e67700', '#0b7285', '#c2255c', '#5c940d'];
@@ -8,7 +11,8 @@ const colour = (k) => COLOURS[k % COLOURS.length];
 
 // id, title, y-axis label, value(s) of an epoch event. `held_out` charts draw a dashed twin.
 const EPOCH_CHARTS = [
-  { id: 'recon', title: 'Reconstruction error', y: 'mean squared error', value: (e) => e.report.reconstruction_error },
+  { id: 'recon', title: 'Reconstruction error', y: 'mean squared error', value: (e) => e.report.reconstruction_error, headline: true,
+    caption: 'How far each layer\'s one-step reconstructions are from its input (lower is better): it falls fast, then slowly. One colour per layer.' },
   { id: 'free-energy', title: 'Free energy: train (solid) vs held-out (dashed)', y: 'mean free energy', value: (e) => e.metrics?.free_energy_train ?? null, twin: (e) => e.metrics?.free_energy_held_out ?? null },
   { id: 'learning-rate', title: 'Learning rate', y: 'rate', value: (e) => e.report.learning_rate },
   { id: 'momentum', title: 'Momentum', y: 'momentum', value: (e) => e.report.momentum },
@@ -19,25 +23,28 @@ const EPOCH_CHARTS = [
 ];
 
 class Chart {
-  constructor(parent, { id, title, x, y, twinAxis, log }) {
+  constructor(parent, { id, title, x, y, twinAxis, log, caption, height = 170 }) {
     this.box = document.createElement('figure');
     this.box.className = 'chart';
     this.box.id = `chart-${id}`;
     this.box.dataset.hideKey = `chart_${id.replace(/-/g, '_')}`;
-    const caption = document.createElement('figcaption');
-    caption.textContent = title;
+    const heading = document.createElement('figcaption');
+    heading.textContent = title;
+    this.heading = heading;
     this.area = document.createElement('div');
     this.area.setAttribute('role', 'img');
     this.area.setAttribute('aria-label', title);
-    this.box.append(caption, this.area);
+    this.box.append(heading, this.area);
+    if (caption) this.box.append(Object.assign(document.createElement('p'), { className: 'caption', textContent: caption }));
     parent.append(this.box);
+    this.height = height;
     this.axes = { x, y, twinAxis, log };
     this.build([]);
     new ResizeObserver(() => this.plot.setSize(this.size())).observe(this.area);
   }
 
   size() {
-    return { width: Math.max(220, this.area.clientWidth), height: 170 };
+    return { width: Math.max(220, this.area.clientWidth), height: this.height };
   }
 
   // series: [{ label, stroke, dash?, scale? }]
@@ -68,9 +75,15 @@ class Chart {
   }
 }
 
-export function mountCharts(section, app) {
+export function mountCharts(section, app, headline) {
   const container = section.querySelector('#charts');
-  const charts = new Map(EPOCH_CHARTS.map((spec) => [spec.id, new Chart(container, { ...spec, x: 'epoch (all layers)' })]));
+  const charts = new Map(EPOCH_CHARTS.map((spec) => [spec.id, new Chart(spec.headline ? headline : container, { ...spec, x: 'epoch (all layers)', height: spec.headline ? 150 : 170 })]));
+  const accuracy = new Chart(headline, {
+    id: 'accuracy', title: 'Test accuracy of each run', x: 'run', y: 'accuracy %', height: 150,
+    caption: 'The share of held-out digits the supervised layers classify right, one point per finished run: change a setting, run again, compare.',
+  });
+  accuracy.box.hidden = true;
+  const accuracyRuns = [];
   const trials = new Chart(container, { id: 'trials', title: 'Initialisation trials: reconstruction error of each', x: 'trial', y: 'error' });
   const supervised = new Chart(container, { id: 'supervised', title: 'Supervised criterion per iteration', x: 'iteration', y: 'criterion' });
   let layers = 0;
@@ -125,6 +138,21 @@ export function mountCharts(section, app) {
     const x = iteration + (index > 0 ? lastIteration : 0);
     if (index === 0) lastIteration = iteration;
     supervised.add(x, supervisedStages.map((_, k) => (k === index ? criterion : null)));
+  });
+
+  // One point per run with supervised results (results.js reports them).
+  let runNumber = 0;
+  app.on('plan', () => { runNumber += 1; });
+  app.on('accuracy', ({ accuracy: value, run }) => {
+    if (value === null || value === undefined) return;
+    const x = run ?? runNumber;
+    if (accuracyRuns.length && accuracyRuns[accuracyRuns.length - 1][0] === x) return;
+    accuracyRuns.push([x, 100 * value]);
+    accuracy.box.hidden = false;
+    accuracy.build([{ label: 'test accuracy', stroke: colour(2) }]);
+    for (const [run, percent] of accuracyRuns) accuracy.add(run, [percent]);
+    accuracy.box.dataset.latest = (100 * value).toFixed(2);
+    accuracy.heading.textContent = `Test accuracy of each run · last ${(100 * value).toFixed(2)}%`;
   });
 
   app.on('reset', () => {

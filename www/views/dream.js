@@ -11,6 +11,7 @@ export function mountDream(container, app) {
   const section = panel(container, {
     hideKey: 'dream', heading: 'Dream',
     help: 'One chain at the top layer, started from a random state; each frame is its top state propagated down to the pixels.',
+    caption: 'The dream is one Gibbs chain started from random noise at the top layer, never from data: each frame is the top layer\'s state carried down to the pixels. The strip keeps recent frames, oldest first.',
   });
   const canvas = el('canvas', { id: 'dream-canvas', className: 'view-image dream-image', width: 1, height: 1, role: 'img', 'aria-label': 'The dreaming chain, as seen at the pixels' });
   const film = el('ol', { id: 'dream-filmstrip', className: 'filmstrip', 'aria-label': 'Recent dream frames, oldest first' });
@@ -24,7 +25,7 @@ export function mountDream(container, app) {
     onRestart: () => startDream(),
     onConfigure: (value) => app.rpc('dream_configure', value).catch((error) => live.showError(errorText(error))),
   });
-  section.append(live.row, el('div', { className: 'dream-stage' }, canvas, film), live.counter, note);
+  section.append(live.row, el('div', { className: 'dream-stage' }, canvas, film), section.caption, live.counter, note);
 
   async function startDream() {
     const timing = live.settings();

@@ -1,7 +1,7 @@
 // Gibbs samples evolving live: chains run in the worker on a timer (on the WebGPU device while
 // training runs there) and post a frame every k steps; this panel picks how many chains, where
 // they start (chosen data cases or random top states), k and the speed, and draws the frames.
-import { clearImage, drawImage, el, errorText, field, inlineError, panel, readNumber, settingsSeed } from './canvas.js';
+import { clearImage, drawImage, el, errorText, field, inlineError, options, panel, readNumber, settingsSeed } from './canvas.js';
 
 const MAX_CHAINS = 400;
 const MAX_SPEED = 5000;
@@ -86,12 +86,13 @@ export function liveControls(app, { prefix, hashPrefix, defaults, onRestart, onC
 }
 
 export function mountGibbs(container, app) {
-  app.hash.register('chains', 10);
+  app.hash.register('chains', 20);
   app.hash.register('chain_start', 'data');
   app.hash.register('chain_cases', '');
   const section = panel(container, {
-    hideKey: 'samples', heading: 'Gibbs samples',
-    help: 'Generative Gibbs chains through the model: each step samples the top layer and propagates down to the pixels. They follow the model as it trains.',
+    hideKey: 'samples', heading: 'What the model imagines',
+    help: 'Gibbs samples: generative chains through the model; each step samples the top layer and propagates down to the pixels. They follow the model as it trains.',
+    caption: 'Each tile is a Gibbs chain: the top two layers sample each other back and forth, drawn down to the pixels. From real digits, they drift to what the model imagines.',
   });
   const count = el('input', { id: 'chain-count', type: 'number', min: 1, max: MAX_CHAINS, step: 1, value: app.hash.get('chains') });
   const start = el('select', { id: 'chain-start' },
@@ -111,11 +112,12 @@ export function mountGibbs(container, app) {
     onRestart: () => startChains(),
     onConfigure: (value) => app.rpc('chains_configure', value).catch((error) => live.showError(errorText(error))),
   });
-  section.append(el('div', { className: 'view-controls' },
-    field('Chains', count, { title: `Number of chains (1–${MAX_CHAINS}).`, hideKey: 'chains' }),
-    field('Start from', start, { title: 'Where the chains start: data cases (below), or random states of the top layer.', hideKey: 'chain_start' }),
-    field('Cases', cases, { title: 'Which data cases start the chains: "first N", "0-9", "3,17,42" or a mix; the list repeats to fill the chains. Empty: the first cases.', hideKey: 'chain_cases' }),
-    casesError), live.row, canvas, live.counter, note);
+  section.append(canvas, section.caption, el('div', { className: 'view-status' }, live.counter, note,
+    options(el('div', { className: 'view-controls' },
+      field('Chains', count, { title: `Number of chains (1–${MAX_CHAINS}).`, hideKey: 'chains' }),
+      field('Start from', start, { title: 'Where the chains start: data cases (below), or random states of the top layer.', hideKey: 'chain_start' }),
+      field('Cases', cases, { title: 'Which data cases start the chains: "first N", "0-9", "3,17,42" or a mix; the list repeats to fill the chains. Empty: the first cases.', hideKey: 'chain_cases' }),
+      casesError), live.row)));
 
   // Validates the controls, then (re)starts the chains in the worker.
   async function startChains() {
@@ -138,7 +140,7 @@ export function mountGibbs(container, app) {
     const seed = settingsSeed(app) + restarts;
     restarts += 1;
     try {
-      await app.rpc('chains_start', { count: n, fromData: start.value === 'data', cases: chosen, seed, columns: Math.min(n, 10), ...timing });
+      await app.rpc('chains_start', { count: n, fromData: start.value === 'data', cases: chosen, seed, columns: Math.min(n, Math.max(5, Math.ceil(Math.sqrt(n)))), ...timing });
       started = true;
       note.textContent = start.value === 'data' ? `${n} chains from ${chosen ? `cases ${describe(chosen)}` : `the first ${n} cases`}.` : `${n} chains from random top states.`;
     } catch (error) {

@@ -10,13 +10,14 @@ export function mountHistograms(container, app) {
   const section = panel(container, {
     hideKey: 'histograms', heading: 'Hidden unit activations',
     help: 'For each layer, how often its hidden units are on given the data: p(h = 1 | v) over all units and a spread of cases.',
+    caption: 'For each layer, a histogram of p(h = 1 | data) over its units and many cases. Mass piled near 0 and 1 means decisive features; a spike at 0.5 means units that have not learned yet.',
   });
   const bins = el('select', { id: 'hist-bins' }, ...[10, 20, 50].map((n) => el('option', { value: n, title: `${n} equal bins over [0, 1]` }, String(n))));
   bins.value = String([10, 20, 50].includes(Number(app.hash.get('hist_bins'))) ? app.hash.get('hist_bins') : 20);
   const charts = el('div', { id: 'histograms', className: 'histograms' });
   const note = el('p', { id: 'histograms-note', className: 'view-note' }, 'Train a model to see how its hidden units respond to the data.');
   section.append(el('div', { className: 'view-controls' },
-    field('Bins', bins, { title: 'Number of equal-width bins over [0, 1].', hideKey: 'hist_bins' })), charts, note);
+    field('Bins', bins, { title: 'Number of equal-width bins over [0, 1].', hideKey: 'hist_bins' })), charts, note, section.caption);
 
   const plots = [];
   function plotFor(layer) {

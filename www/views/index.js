@@ -1,6 +1,7 @@
-// Mounts the model views into #views: receptive fields, hidden-unit histograms,
-// reconstructions, Gibbs samples, the dream and the supervised results. Each view asks the
-// worker for images and draws them; nothing here computes on the main thread.
+// Mounts the model views: the two live pictures of the first screen (Gibbs samples and
+// first-layer receptive fields) into `slots.pictures`, and the rest (hidden-unit histograms,
+// reconstructions, the dream, the supervised results) below the fold into `slots.more`. Each
+// view asks the worker for images and draws them; nothing here computes on the main thread.
 import { mountDream } from './dream.js';
 import { mountFilters } from './filters.js';
 import { mountGibbs } from './gibbs.js';
@@ -15,14 +16,14 @@ function linkStylesheet() {
   document.head.append(Object.assign(document.createElement('link'), { rel: 'stylesheet', href }));
 }
 
-export function mountViews(container, app) {
+export function mountViews({ pictures, more }, app) {
   linkStylesheet();
   return {
-    filters: mountFilters(container, app),
-    histograms: mountHistograms(container, app),
-    reconstructions: mountReconstructions(container, app),
-    samples: mountGibbs(container, app),
-    dream: mountDream(container, app),
-    results: mountResults(container, app),
+    samples: mountGibbs(pictures, app),
+    filters: mountFilters(pictures, app),
+    results: mountResults(more, app),
+    dream: mountDream(more, app),
+    reconstructions: mountReconstructions(more, app),
+    histograms: mountHistograms(more, app),
   };
 }

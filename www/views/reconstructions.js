@@ -9,13 +9,14 @@ export function mountReconstructions(container, app) {
   const section = panel(container, {
     hideKey: 'reconstructions', heading: 'Reconstructions',
     help: 'Each data case (left) beside its reconstruction (right): up through every layer and back down to the pixels.',
+    caption: 'Pairs: a digit from the data (left) and the model\'s reconstruction of it (right), computed up through every layer and back down. Good reconstructions mean the features keep what matters.',
   });
   const count = el('input', { id: 'recon-count', type: 'number', min: 1, max: MAX_CASES, step: 1, value: app.hash.get('recon_count') });
   const countError = inlineError('recon-count-error');
   const canvas = el('canvas', { id: 'reconstructions-canvas', className: 'view-image', width: 1, height: 1, role: 'img', 'aria-label': 'Data cases, each beside its reconstruction' });
   const note = el('p', { id: 'reconstructions-note', className: 'view-note' }, 'Train a model to see its reconstructions.');
   section.append(el('div', { className: 'view-controls' },
-    field('Cases', count, { title: `How many data cases to reconstruct (1–${MAX_CASES}).`, hideKey: 'recon_count' }), countError), canvas, note);
+    field('Cases', count, { title: `How many data cases to reconstruct (1–${MAX_CASES}).`, hideKey: 'recon_count' }), countError), canvas, note, section.caption);
 
   const refresh = coalesce(async () => {
     const wanted = readNumber(count);

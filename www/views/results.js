@@ -9,6 +9,7 @@ export function mountResults(container, app) {
   const section = panel(container, {
     hideKey: 'results', heading: 'Supervised results',
     help: 'How the supervised layers classify the held-out cases (the training cases when nothing is held out).',
+    caption: 'How the supervised layers classify the held-out digits. Rows are the true class, columns the predicted one; choose a cell to see its digits.',
   });
   const accuracy = el('p', { id: 'results-accuracy', className: 'view-note' }, 'Train with supervised layers to see the test accuracy.');
   const matrix = el('table', { id: 'confusion-matrix', className: 'confusion', role: 'grid', 'aria-label': 'Confusion matrix: rows are true classes, columns predicted; choose a cell to see its cases' });
@@ -19,7 +20,7 @@ export function mountResults(container, app) {
   const details = el('div', { id: 'results-details', hidden: true },
     el('div', { className: 'confusion-wrap', dataset: { hideKey: 'confusion' } }, matrix, examplesCaption, examples),
     el('div', { dataset: { hideKey: 'misclassified' } }, misclassifiedCaption, misclassified));
-  section.append(accuracy, details);
+  section.append(accuracy, section.caption, details);
 
   let classNames = [];
   const label = (k) => classNames[k] ?? String(k);
@@ -122,6 +123,7 @@ export function mountResults(container, app) {
     accuracy.textContent = `Test accuracy on ${result.n_cases} ${set} cases: ${(100 * (1 - result.error)).toFixed(2)}% (error ${(100 * result.error).toFixed(2)}%).`;
     accuracy.dataset.error = String(result.error);
     accuracy.dataset.cases = String(result.n_cases);
+    app.emit('accuracy', { accuracy: 1 - result.error, cases: result.n_cases, set: result.set });
     drawMatrix(result.counts);
     examples.replaceChildren();
     examplesCaption.textContent = 'Choose a cell to see its cases.';

@@ -51,6 +51,7 @@ export function createTrainingRun(env) {
     if (!env.webgpu?.available) return cpu(`WebGPU is not available (${env.webgpu?.reason || 'no adapter'})`);
     if (choice === 'auto' && isSoftwareAdapter(env.webgpu)) return cpu(`Auto skips the software WebGPU adapter (${adapterName(env.webgpu)}), which is slower than the CPU`);
     try {
+      env.post('busy', { message: 'Connecting to the GPU…' });
       await playground().gpu_connect(); // creates the device once; later calls reuse it
       return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
     } catch (error) {
@@ -75,6 +76,9 @@ export function createTrainingRun(env) {
 
   async function gpuEpoch() {
     let event;
+    // The first GPU epoch of a run builds the pipelines, which a browser may take tens of
+    // seconds to compile: say so instead of a bar frozen at 0%.
+    if (gpuEpochsDone === 0) env.post('busy', { message: 'Compiling the WebGPU kernels… (the first epoch on the GPU waits for them)' });
     try {
       event = await playground().gpu_epoch();
     } catch (error) {
