@@ -6,6 +6,7 @@ import { mountData } from './panels/data.js';
 import { mountModel } from './panels/model.js';
 import { mountTraining } from './panels/training.js';
 import { mountCharts } from './views/charts.js';
+import { mountLayout } from './layout.js';
 
 const $ = (id) => document.getElementById(id);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -161,10 +162,13 @@ async function mountOptional(path, exportName, element) {
     if (element instanceof HTMLElement) element.dataset.unavailable = String(error?.message ?? error);
   }
 }
-mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') });
-mountOptional('./views/network.js', 'mountNetwork', $('network-drawing'));
-mountOptional('./share.js', 'mountShare', $('share'));
-mountOptional('./storage.js', 'mountStorage', $('storage'));
+const layout = mountLayout();
+Promise.all([
+  mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') }),
+  mountOptional('./views/network.js', 'mountNetwork', $('network-drawing')),
+  mountOptional('./share.js', 'mountShare', $('share')),
+  mountOptional('./storage.js', 'mountStorage', $('storage')),
+]).then(layout.update);
 // A link inside the page that changes the hash (the intro's "try this" links) is a new
 // configuration: reload so every panel reads it. The page's own writes use replaceState,
 // which fires no hashchange.

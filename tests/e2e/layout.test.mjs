@@ -209,3 +209,48 @@ test('clicking a layer of the network drawing opens its settings; + layer edits 
     await close();
   }
 });
+
+test("the README's iframe example shows exactly what its comment says and fills its frame", async () => {
+  const readme = (await import('node:fs')).readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const example = /<!-- (An RBM learning digits: [^>]*) -->\s*<iframe src="[^"#]*#([^"]*)"\s*width="(\d+)" height="(\d+)"/.exec(readme);
+  assert.ok(example, 'the README has the iframe example');
+  const [, comment, hash, width, height] = example;
+  // The comment and this list say the same thing; change both together.
+  assert.equal(comment, 'An RBM learning digits: only Start and Pause, the network, the Gibbs chains, the filters and the error chart.');
+  const expected = ['#train-start', '#train-pause', '#network-panel', '#samples-panel', '#filters-panel', '#chart-recon'];
+  const others = ['.topbar', '#train-step-epoch', '#train-step-batch', '#train-cancel', '#train-reset', '#data-panel', '#model-panel', '#chart-accuracy',
+    '#more-heading', '#charts-panel', '#results-panel', '#dream-panel', '#reconstructions-panel', '#histograms-panel', '#epoch-log-panel', '[data-hide-key="storage"]', '#about'];
+  const server = await (await import('./lib.mjs')).serverFor(builds[1]);
+  const context = await (await launch()).newContext({ viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  try {
+    await page.setContent(`<iframe id="demo" style="border:0" width="${width}" height="${height}" src="${server.url.replace(/\/$/, '')}/#${hash}"></iframe>`);
+    const frame = await (await page.waitForSelector('#demo')).contentFrame();
+    await frame.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 90_000 });
+    await frame.click('#train-start');
+    await frame.waitForFunction(() => ['samples-canvas', 'filters-canvas'].every((id) => document.getElementById(id)?.width > 1), null, { timeout: 120_000 });
+    const seen = await frame.evaluate(([shown, hidden]) => {
+      const visible = (sel) => { const e = document.querySelector(sel); return !!e && e.checkVisibility(); };
+      const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+      const boxes = shown.filter(visible).map(box);
+      return {
+        missing: shown.filter((sel) => !visible(sel)),
+        extra: hidden.filter(visible),
+        left: Math.min(...boxes.map((b) => b.left)),
+        right: Math.max(...boxes.map((b) => b.right)),
+        canvases: ['samples-canvas', 'filters-canvas'].map((id) => { const b = document.getElementById(id).getBoundingClientRect(); return b.bottom <= innerHeight && b.right <= innerWidth && b.width > 200 ? true : [b.width, b.bottom, innerHeight]; }),
+        width: innerWidth,
+      };
+    }, [expected, others]);
+    await page.screenshot({ path: `${artifacts}readme-embed.png` });
+    assert.deepEqual(seen.missing, [], 'the comment promises these');
+    assert.deepEqual(seen.extra, [], 'the comment says only those');
+    assert.ok(seen.left < 0.05 * seen.width && seen.right > 0.95 * seen.width, `the demo leaves part of its frame empty: ${JSON.stringify(seen)}`);
+    assert.deepEqual(seen.canvases, [true, true], 'both pictures wholly in the frame and large');
+    assert.deepEqual(problems, []);
+  } finally {
+    await context.close();
+  }
+});

@@ -11,7 +11,7 @@ const colour = (k) => COLOURS[k % COLOURS.length];
 
 // id, title, y-axis label, value(s) of an epoch event. `held_out` charts draw a dashed twin.
 const EPOCH_CHARTS = [
-  { id: 'recon', title: 'Reconstruction error', y: 'mean squared error', value: (e) => e.report.reconstruction_error, headline: true,
+  { id: 'recon', title: 'Reconstruction error', y: 'squared error', value: (e) => e.report.reconstruction_error, headline: true,
     caption: 'How far each layer\'s one-step reconstructions are from its input (lower is better): it falls fast, then slowly. One colour per layer.' },
   { id: 'free-energy', title: 'Free energy: train (solid) vs held-out (dashed)', y: 'mean free energy', value: (e) => e.metrics?.free_energy_train ?? null, twin: (e) => e.metrics?.free_energy_held_out ?? null },
   { id: 'learning-rate', title: 'Learning rate', y: 'rate', value: (e) => e.report.learning_rate },
