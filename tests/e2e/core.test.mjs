@@ -268,6 +268,7 @@ test('threaded build: WebGPU training matches the CPU, and survives losing the d
       const ready = Date.now();
       await startTraining(page);
       runs[name] = await waitFinished(page);
+      runs[name].busy = await page.evaluate(() => document.getElementById('train-status').dataset.busySeen ?? '');
       console.log(`# ${name}: ready in ${((ready - started) / 1000).toFixed(1)} s, trained in ${((Date.now() - ready) / 1000).toFixed(1)} s`);
       assert.deepEqual(problems, []);
     } finally {
@@ -278,6 +279,9 @@ test('threaded build: WebGPU training matches the CPU, and survives losing the d
   console.log(`# errors: webgpu ${JSON.stringify(webgpu.errors)} cpu ${JSON.stringify(cpu.errors)} lost ${JSON.stringify(lost.errors)}`);
   assert.equal(webgpu.backend, 'webgpu', `${webgpu.status} ${webgpu.notice}`);
   assert.match(webgpu.status, /Trained on WebGPU \(/);
+  // The first GPU epoch waits for the pipelines: the progress line said so.
+  assert.match(webgpu.busy, /Compiling the WebGPU kernels/);
+  assert.equal(cpu.busy, '');
   assert.equal(cpu.backend, 'cpu', cpu.status);
   assert.match(cpu.status, /Trained on the CPU \(/);
   assert.equal(webgpu.errors.length, 2);

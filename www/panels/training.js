@@ -56,6 +56,7 @@ export function mountTraining(section, app, model) {
     busy = true;
     setButtons();
     delete $('train-status').dataset.finished;
+    delete $('train-status').dataset.busySeen;
     $('train-progress').dataset.epochs = '0';
     run = { epochsPerLayer: config.stack.rbm.epochs, layers: config.stack.layers.length, supervised: config.supervised, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'rbm', rbmDone: false };
     $('epoch-log').replaceChildren();
@@ -106,6 +107,7 @@ export function mountTraining(section, app, model) {
     if (!run) return;
     $('train-status').textContent = message;
     $('train-status').dataset.busy = message;
+    $('train-status').dataset.busySeen = message;
   });
 
   // Steps of the plan: RBM layers count by epochs (at most `epochs`; a layer that converges
@@ -217,14 +219,14 @@ export function mountTraining(section, app, model) {
     app.on(event, () => { delete $('train-status').dataset.busy; });
   }
   // A model from a file or this browser's storage replaces whatever the last run or Reset
-  // left: the status names it.
-  app.on('model_loaded', ({ summary, name }) => {
+  // left: the status describes it (the storage panel names the file).
+  app.on('model_loaded', ({ summary }) => {
     if (app.running || !summary?.layers?.length) return;
     run = null;
     $('train-steps').replaceChildren();
     const sizes = [summary.layers[0][0], ...summary.layers.map(([, hidden]) => hidden)].join('–');
     const supervised = summary.supervised ? ' with supervised layers' : '';
-    setProgress(0, `Model loaded from ${name}: RBM stack ${sizes}${supervised}. Start trains a new one from scratch.`);
+    setProgress(0, `Model loaded: RBM stack ${sizes}${supervised}. Start trains a new one from scratch.`);
   });
   app.on('notice', ({ message }) => showText($('train-notice'), message));
   for (const event of ['ready', 'data', 'model']) app.on(event, setButtons);
