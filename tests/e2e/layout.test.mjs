@@ -254,3 +254,21 @@ test("the README's iframe example shows exactly what its comment says and fills 
     await context.close();
   }
 });
+
+test('axe-core finds no WCAG 2 A/AA violation on the trained first screen and below it', async () => {
+  const { createRequire } = await import('node:module');
+  const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+  const { page, problems, close } = await pageAt(builds[1], 1440, 900, 'layers=32&epochs=1&supervised=1&sup_max_iterations=5&backend=cpu');
+  try {
+    await waitReady(page);
+    await page.click('#train-start');
+    await page.waitForFunction(() => document.getElementById('train-status').dataset.finished === 'done', null, { timeout: 120_000 });
+    await page.addScriptTag({ path: axePath });
+    const violations = await page.evaluate(async () => (await window.axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })).violations
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+    assert.deepEqual(violations, []);
+    assert.deepEqual(problems, []);
+  } finally {
+    await close();
+  }
+});
