@@ -4,7 +4,8 @@
 //
 // Layout: input is rows x n_in, weights n_in x n_out, bias n_out, output rows x n_out;
 // all row-major f32. One invocation per output element; workgroups of 64 along j,
-// grid (ceil(n_out / 64), rows). CPU reference: CpuBackend::visible_to_hidden.
+// grid (ceil(n_out / 64), rows). CPU reference: CpuBackend::visible_to_hidden. `sigmoid` is
+// common.wgsl's (appended by src/gpu/shader.rs).
 
 struct Dims {
     rows: u32,
@@ -30,5 +31,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     for (var i = 0u; i < dims.n_in; i = i + 1u) {
         acc = acc + input[r * dims.n_in + i] * weights[i * dims.n_out + j];
     }
-    output[r * dims.n_out + j] = 1.0 / (1.0 + exp(-acc));
+    output[r * dims.n_out + j] = sigmoid(acc);
 }

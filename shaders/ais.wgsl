@@ -1,6 +1,7 @@
 // ais.wgsl: annealed importance sampling of log Z for a Bernoulli RBM, all runs at once
 // (src/gpu/ais.rs; CPU reference: src/eval/ais.rs `ais_log_partition`). The Philox snippet
-// (shaders/philox.wgsl) is appended by src/gpu/shader.rs.
+// (shaders/philox.wgsl) and common.wgsl (softplus, sigmoid, workgroup_sum2) are appended by
+// src/gpu/shader.rs.
 //
 // The annealing step k lives on the device, in counter[0], so one prepared bind group serves
 // every step: per step the host records ais_next_step, the GEMM x = v·W + c, ais_hidden, and
@@ -18,7 +19,7 @@
 //   ais_next_step  (one invocation) counter[0] += 1.
 //   ais_hidden     one workgroup per run r (WG threads, a power of two from 32 to 256 set by
 //                  the host from the layer's width, prepended as a constant; terms t, t + WG,
-//                  .. then a fixed tree): log weight += Δβ_k·Σ_i v_i·(b_B − b_A)_i
+//                  .. then common.wgsl's tree): log weight += Δβ_k·Σ_i v_i·(b_B − b_A)_i
 //                                      + Σ_j softplus(β_k·x_j) − softplus(β_{k−1}·x_j);
 //                  then, unless k = params.last, h_j = [u < σ(β_k·x_j)].
 //   ais_visible    one invocation per element: v = [u < σ((1 − β_k)·b_A_i + β_k·a)], with
@@ -49,23 +50,6 @@ const GIBBS_VISIBLE: u32 = 4u;
 // ais_hidden: hidden samples h; ais_visible: visible samples v.
 @group(0) @binding(6) var<storage, read_write> samples: array<f32>;
 @group(0) @binding(7) var<storage, read_write> log_weights: array<f32>;
-
-var<workgroup> scratch: array<vec2<f32>, WG>;
-
-fn softplus(x: f32) -> f32 {
-    let y = exp(-abs(x));
-    var l: f32;
-    if (y < 1e-3f) {
-        l = y * (1.0f - y * (0.5f - y * (1.0f / 3.0f - 0.25f * y)));
-    } else {
-        l = log(1.0f + y);
-    }
-    return max(x, 0.0f) + l;
-}
-
-fn sigmoid(x: f32) -> f32 {
-    return 1.0f / (1.0f + exp(-x));
-}
 
 @compute @workgroup_size(1)
 fn ais_next_step() {
@@ -98,16 +82,9 @@ fn ais_hidden(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nw
             }
         }
     }
-    scratch[t] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            scratch[t] = scratch[t] + scratch[t + s];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum2(t, WG, 1u, acc);
     if (t == 0u && r < params.runs) {
-        let increment = betas[k].y * scratch[0].x + scratch[0].y;
+        let increment = betas[k].y * total.x + total.y;
         // Kahan: sum in [2r], the lost low part in [2r + 1].
         let y = increment - log_weights[2u * r + 1u];
         let sum = log_weights[2u * r];

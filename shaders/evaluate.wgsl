@@ -6,9 +6,10 @@
 //
 // Layout: row-major f32 matrices, one case per row; W is n_visible × n_hidden (row i = visible
 // unit i). `data` holds a whole data set, u8 pixels packed 4 per u32 (flags IS_U8; value =
-// byte / 255 through gemm.wgsl's byte_to_unit, appended at pipeline creation) or f32 bits.
+// byte / 255 through common.wgsl's byte_to_unit, as the GEMM converts them) or f32 bits.
 // Workgroup-per-case kernels number cases wid.x + wid.y · nwg.x (grid folded past 65,535);
-// thread t takes elements t, t + 256, .. in order, then the fixed tree of reduce.wgsl.
+// thread t takes elements t, t + 256, .. in order, then common.wgsl's tree (as reduce.wgsl).
+// softplus and sigmoid are common.wgsl's too (appended by src/gpu/shader.rs).
 //
 // Entry points and their CPU references (src/eval):
 //   gather_cases  dst[r, c] = value(data, index[index_start + r] · width + c), set to 1 when
@@ -56,33 +57,6 @@ const SECOND_PASS: u32 = 8u;
 @group(0) @binding(7) var<storage, read_write> dst: array<f32>;
 @group(0) @binding(8) var<storage, read_write> dst2: array<f32>;
 
-var<workgroup> scratch: array<vec2<f32>, 256>;
-
-fn tree_sum(t: u32) {
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            scratch[t] = scratch[t] + scratch[t + s];
-        }
-        workgroupBarrier();
-    }
-}
-
-// ln(1 + e^x) without overflow; log1p by its series where 1 + y would round (as reduce.wgsl).
-fn softplus(x: f32) -> f32 {
-    let y = exp(-abs(x));
-    var l: f32;
-    if (y < 1e-3f) {
-        l = y * (1.0f - y * (0.5f - y * (1.0f / 3.0f - 0.25f * y)));
-    } else {
-        l = log(1.0f + y);
-    }
-    return max(x, 0.0f) + l;
-}
-
-fn sigmoid(x: f32) -> f32 {
-    return 1.0f / (1.0f + exp(-x));
-}
-
 @compute @workgroup_size(256)
 fn gather_cases(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let i = gid.x + gid.y * nwg.x * WG;
@@ -122,12 +96,10 @@ fn recon_terms(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) n
             }
         }
     }
-    scratch[t] = acc;
-    workgroupBarrier();
-    tree_sum(t);
+    let total = workgroup_sum2(t, WG, 1u, acc);
     if (t == 0u && r < params.rows) {
-        dst[params.out_offset + r] = scratch[0].x;
-        dst2[params.out_offset + r] = scratch[0].y;
+        dst[params.out_offset + r] = total.x;
+        dst2[params.out_offset + r] = total.y;
     }
 }
 
@@ -147,11 +119,9 @@ fn pll_terms(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg
             acc = acc + (softplus(x) - softplus(x + s * src_c[unit * nh + j]));
         }
     }
-    scratch[t] = vec2<f32>(acc, 0.0f);
-    workgroupBarrier();
-    tree_sum(t);
+    let total = workgroup_sum(t, WG, 1u, acc);
     if (t == 0u && r < params.rows) {
-        let d = src_d[unit] * s - scratch[0].x;
+        let d = src_d[unit] * s - total;
         dst[params.out_offset + r] = -f32(nv) * softplus(d);
     }
 }

@@ -5,7 +5,7 @@
 //   out[r, c] = value(data, order[slot.row_shift + r] * width + c)
 //
 // Layout: `data` holds the whole training set, either u8 pixels packed 4 per u32 (is_u8 = 1;
-// value = byte / 255 via gemm.wgsl's byte_to_unit, appended at pipeline creation) or f32 bits;
+// value = byte / 255 via common.wgsl's byte_to_unit, as the GEMM converts them) or f32 bits;
 // `order` is the epoch's shuffled case index (n_cases entries); `out` is rows x width,
 // row-major. One invocation per output element, workgroups of 256 folded into a 2-D grid.
 // Rows past the data's end (the last, shorter batch) are not copied. CPU reference:

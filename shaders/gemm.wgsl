@@ -6,8 +6,9 @@
 // op(A) is m × k: A stored m × k (row stride lda), or with A_TRANS stored k × m (op(A) = Aᵀ).
 // op(B) is k × n: B stored k × n (row stride ldb), or with B_TRANS stored n × k (op(B) = Bᵀ).
 // C and S are m × n with row strides ldc and lds. All matrices are row-major f32, except A:
-// - A_U8: A holds bytes packed 4 per u32 (little-endian), value = byte / 255, strides and
-//   offsets counted in bytes (the first layer's pixels stay u8 on the device);
+// - A_U8: A holds bytes packed 4 per u32 (little-endian), value = byte / 255 (common.wgsl's
+//   byte_to_unit), strides and offsets counted in bytes (the first layer's pixels stay u8 on
+//   the device);
 // - A_GATHER: stored row s of A is the physical row order[order_offset + slot.row_shift + s]
 //   (the shuffled batch: the data never moves; the order buffer holds u32 case indices).
 // The RBM's products: hidden = v·W (NN), visible = h·Wᵀ (B_TRANS), gradient += alpha·vᵀ·h
@@ -27,7 +28,8 @@
 // (the epilogue's alpha is then 1); PAIRED excludes BIAS, A_U8 and A_GATHER (their bindings
 // hold the second pair).
 //
-// Compile-time constants are prepended by src/gpu/shader.rs (this file is not standalone):
+// src/gpu/shader.rs appends the Philox snippet and common.wgsl (byte_to_unit, the epilogue's
+// sigmoid_clamped) and prepends compile-time constants (this file is not standalone):
 //   BM, BN, BK     tile of C per workgroup (BM × BN) and depth of one k step
 //   TM, TN         outputs per invocation (TM × TN, each 4 or 8); WG_X = BN/TN, WG_Y = BM/TM
 //   A_TRANS, A_U8, A_GATHER, B_TRANS, PAIRED  operand layouts (bool)
@@ -117,22 +119,6 @@ struct Slot {
 
 var<workgroup> a_tile: array<vec4<f32>, BK * A_STRIDE>;
 var<workgroup> b_tile: array<vec4<f32>, BK * B_STRIDE>;
-
-// byte / 255 rounded exactly like the CPU's `f32::from(b) / 255.0`, with integers only (float
-// tricks are not safe: WGSL division may be off by 2.5 ulp, and Vulkan compilers may reassociate
-// a residual correction away). In binary, b / 255 = 0.bbbbbbbb bbbbbbbb ... (the byte repeated),
-// so the 24 significant bits start at the byte's leading one: rotate the byte to put that one
-// first, repeat it, and round to nearest on the 25th bit (never a tie: the tail is nonzero).
-fn byte_to_unit(byte: u32) -> f32 {
-    if (byte == 0u || byte == 255u) {
-        return f32(byte) / 255.0; // exactly 0 or 1
-    }
-    let lz = countLeadingZeros(byte) - 24u;
-    let rotated = ((byte << lz) | (byte >> (8u - lz))) & 0xFFu;
-    let window = rotated * 0x01010101u;
-    let significand = (window >> 8u) + ((window >> 7u) & 1u);
-    return bitcast<f32>(((126u - lz) << 23u) | (significand & 0x7FFFFFu));
-}
 
 // Element (stored_row, col) of A as stored, gathered and converted.
 fn a_at(stored_row: u32, col: u32) -> f32 {
@@ -394,11 +380,6 @@ fn outer_add(acc: Block, a: vec4<f32>, b: vec4<f32>) -> Block {
     return Block(acc.r0 + a.x * b, acc.r1 + a.y * b, acc.r2 + a.z * b, acc.r3 + a.w * b);
 }
 
-fn sigmoid(x: vec4<f32>) -> vec4<f32> {
-    // The CPU reference clamps exp's argument to [-87, 88] too.
-    return 1.0 / (1.0 + exp(clamp(-x, vec4<f32>(-87.0), vec4<f32>(88.0))));
-}
-
 fn bias_get(at: u32, lane: u32, lanes: u32) -> f32 {
     if (lane < lanes) {
         return bias_elem(at + lane);
@@ -426,7 +407,7 @@ fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
         v = v + vec4<f32>(bias_get(b_at, 0u, lanes), bias_get(b_at, 1u, lanes), bias_get(b_at, 2u, lanes), bias_get(b_at, 3u, lanes));
     }
     if ((flags & FLAG_SIGMOID) != 0u) {
-        v = sigmoid(v);
+        v = sigmoid_clamped(v);
     }
     store_c(c_at, lanes, v);
     if ((flags & FLAG_SAMPLE) != 0u) {

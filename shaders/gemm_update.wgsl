@@ -14,7 +14,9 @@
 // (p = previous[e], not read while state.has_previous == 0), which the schedule kernel finishes
 // exactly as update.wgsl's: each invocation sums its own elements in block order (rows, then
 // columns), then the workgroup combines the invocations by a fixed binary tree in a_tile's
-// memory (free once the k loop's last barrier has passed). The order depends only on the shape.
+// memory (free once the k loop's last barrier has passed): common.wgsl's workgroup_sum_max,
+// inline so that the GEMM needs no workgroup memory beyond its tiles. The order depends only
+// on the shape.
 //
 // Fusing saves the update's own pass, which read G back after the product wrote it: on an H100,
 // 4096 × 11008 batches of 192 took 1.53 ms for the fused product against 1.26 + 0.47 for the

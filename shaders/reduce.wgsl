@@ -11,9 +11,10 @@
 // Two-pass scheme for long vectors: a partial_* pass, workgroup 256, G = min(ceil(n / 2048),
 // 4096) workgroups, each owning `span` consecutive elements (span = ceil(n / G) rounded up to
 // a multiple of 256, host-computed; thread t takes span·g + t + 256 k, k = 0, 1, .., summed
-// in k order; then the fixed binary tree scratch[t] ⊕= scratch[t + s], s = 128 .. 1) writes
-// one value per workgroup to dst[g]; a finish_* pass (one workgroup; thread t takes items
-// t, t + 256, .. in order, then the same tree) folds those partials into dst[slot].
+// in k order; then the fixed binary tree scratch[t] ⊕= scratch[t + s], s = 128 .. 1, of
+// common.wgsl, appended by src/gpu/shader.rs with softplus) writes one value per workgroup to
+// dst[g]; a finish_* pass (one workgroup; thread t takes items t, t + 256, .. in order, then
+// the same tree) folds those partials into dst[slot].
 //
 // Entry points:
 //   column_means        src_a rows × width → dst[c] = Σ_r a[r, c] / rows. Workgroup
@@ -21,7 +22,8 @@
 //                       [l·ch, l·ch + ch), ch = ceil(rows / 32), in four interleaved
 //                       accumulators (row start + 4m + q into q; rows past the last full
 //                       four into the first), combined as (a0 + a1) + (a2 + a3); the 32 lane
-//                       sums then by the tree lane[l] += lane[l + s], s = 16 .. 1.
+//                       sums then by the tree lane[l] += lane[l + s], s = 16 .. 1
+//                       (common.wgsl's, with the workgroup's 8 columns).
 //   partial_sum_sq_diff Σ (a[k] − b[k])² over k < n → dst[g].
 //   partial_max_abs     max |a[k]| over k < n → dst[g].
 //   finish_sum          Σ a[k], k < n → dst[slot] (flags bit 0: dst[slot] += instead of =).
@@ -59,27 +61,6 @@ const GAUSSIAN: u32 = 2u;
 @group(0) @binding(3) var<storage, read> src_c: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dst: array<f32>;
 
-var<workgroup> scratch: array<f32, 256>;
-var<workgroup> scratch2: array<vec2<f32>, 256>;
-
-fn tree_sum(t: u32) {
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            scratch[t] = scratch[t] + scratch[t + s];
-        }
-        workgroupBarrier();
-    }
-}
-
-fn tree_max(t: u32) {
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            scratch[t] = max(scratch[t], scratch[t + s]);
-        }
-        workgroupBarrier();
-    }
-}
-
 @compute @workgroup_size(8, 32)
 fn column_means(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let col = wid.x * COLS + lid.x;
@@ -97,16 +78,9 @@ fn column_means(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation
             a.x = a.x + src_a[r * width + col];
         }
     }
-    scratch[lid.y * COLS + lid.x] = (a.x + a.y) + (a.z + a.w);
-    workgroupBarrier();
-    for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
-        if (lid.y < s) {
-            scratch[lid.y * COLS + lid.x] = scratch[lid.y * COLS + lid.x] + scratch[(lid.y + s) * COLS + lid.x];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum(lid.y * COLS + lid.x, COLS * LANES, COLS, (a.x + a.y) + (a.z + a.w));
     if (lid.y == 0u && col < width) {
-        dst[col] = scratch[lid.x] / f32(params.rows);
+        dst[col] = total / f32(params.rows);
     }
 }
 
@@ -122,11 +96,9 @@ fn partial_sum_sq_diff(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_inv
             s = s + d * d;
         }
     }
-    scratch[t] = s;
-    workgroupBarrier();
-    tree_sum(t);
+    let total = workgroup_sum(t, WG, 1u, s);
     if (t == 0u) {
-        dst[group] = scratch[0];
+        dst[group] = total;
     }
 }
 
@@ -141,11 +113,9 @@ fn partial_max_abs(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocat
             m = max(m, abs(src_a[e]));
         }
     }
-    scratch[t] = m;
-    workgroupBarrier();
-    tree_max(t);
+    let total = workgroup_max(t, WG, 1u, m);
     if (t == 0u) {
-        dst[group] = scratch[0];
+        dst[group] = total;
     }
 }
 
@@ -155,14 +125,12 @@ fn finish_sum(@builtin(local_invocation_index) t: u32) {
     for (var k = t; k < params.n; k = k + WG) {
         s = s + src_a[k];
     }
-    scratch[t] = s;
-    workgroupBarrier();
-    tree_sum(t);
+    let total = workgroup_sum(t, WG, 1u, s);
     if (t == 0u) {
         if ((params.flags & ACCUMULATE) != 0u) {
-            dst[params.slot] = dst[params.slot] + scratch[0];
+            dst[params.slot] = dst[params.slot] + total;
         } else {
-            dst[params.slot] = scratch[0];
+            dst[params.slot] = total;
         }
     }
 }
@@ -173,28 +141,14 @@ fn finish_max(@builtin(local_invocation_index) t: u32) {
     for (var k = t; k < params.n; k = k + WG) {
         m = max(m, src_a[k]);
     }
-    scratch[t] = m;
-    workgroupBarrier();
-    tree_max(t);
+    let total = workgroup_max(t, WG, 1u, m);
     if (t == 0u) {
         if ((params.flags & ACCUMULATE) != 0u) {
-            dst[params.slot] = max(dst[params.slot], scratch[0]);
+            dst[params.slot] = max(dst[params.slot], total);
         } else {
-            dst[params.slot] = scratch[0];
+            dst[params.slot] = total;
         }
     }
-}
-
-// ln(1 + e^x) without overflow; log1p by its series where 1 + y would round.
-fn softplus(x: f32) -> f32 {
-    let y = exp(-abs(x));
-    var l: f32;
-    if (y < 1e-3f) {
-        l = y * (1.0f - y * (0.5f - y * (1.0f / 3.0f - 0.25f * y)));
-    } else {
-        l = log(1.0f + y);
-    }
-    return max(x, 0.0f) + l;
 }
 
 @compute @workgroup_size(256)
@@ -219,15 +173,8 @@ fn free_energy(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) g
             hidden = hidden + softplus(src_b[r * nh + j]);
         }
     }
-    scratch2[t] = vec2<f32>(visible, hidden);
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            scratch2[t] = scratch2[t] + scratch2[t + s];
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum2(t, WG, 1u, vec2<f32>(visible, hidden));
     if (t == 0u && r < params.rows) {
-        dst[r] = scratch2[0].x - scratch2[0].y;
+        dst[r] = total.x - total.y;
     }
 }

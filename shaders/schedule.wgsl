@@ -2,7 +2,8 @@
 //   1. finishes the weight update's partials (update.wgsl: vec4 (Σ g'·p, Σ g'², Σ p², max|v|)
 //      per workgroup, at most 4096) and the squared-error partials (reduce.wgsl
 //      partial_sum_sq_diff, at most 4096) into scalars: thread t takes items t, t + 256, .. in order, then the fixed binary tree
-//      scratch[t] ⊕= scratch[t + s], s = 128 .. 1 (⊕: + on sums, max on max|v|);
+//      scratch[t] ⊕= scratch[t + s], s = 128 .. 1 (⊕: + on sums, max on max|v|): common.wgsl's
+//      workgroup_sum_max and workgroup_sum, inline as one tree over both (half the barriers);
 //   2. thread 0: cosine = dot / (sqrt(norm²)·sqrt(prev norm²)), valid when
 //      has_previous && norm² > 0 && prev norm² > 0 (train/weights_update.rs);
 //      gradient RMS = sqrt(norm² / n_weights);

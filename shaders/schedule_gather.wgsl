@@ -4,7 +4,7 @@
 // the cases order[slot.row_shift + rows ..], with gather.wgsl's gather_element (none past the
 // data's end), so the gather costs no dispatch of its own. Assembled by src/gpu/trainer from
 // schedule_state.wgsl, schedule.wgsl (bindings 0..4), gather.wgsl (bindings 5..9) and
-// gemm.wgsl's byte_to_unit.
+// common.wgsl (byte_to_unit).
 
 @compute @workgroup_size(256)
 fn schedule_and_gather(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {

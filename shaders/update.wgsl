@@ -15,8 +15,9 @@
 // never finishes more than 4096 partials. Workgroup g owns the `span` elements
 // [span·g, span·g + span), span = ceil(n / G) rounded up to a multiple of 256 (host-computed);
 // thread t handles span·g + t + 256 k for k = 0, 1, .. (coalesced) and sums its terms in f32
-// in k order; the 256 thread sums are then combined by a fixed binary tree
-// (scratch[t] ⊕= scratch[t + s] for s = 128, 64, .., 1; ⊕ is + on xyz and max on w).
+// in k order; the 256 thread sums are then combined by common.wgsl's fixed binary tree
+// (scratch[t] ⊕= scratch[t + s] for s = 128, 64, .., 1; ⊕ is + on xyz and max on w;
+// appended by src/gpu/shader.rs).
 // The order depends only on the shape, so results are deterministic on a given device.
 //
 // bindings: 0 dims (uniform UpdateDims), 1 state (uniform TrainState), 2 weights (rw, nv×nh),
@@ -43,8 +44,6 @@ const WG: u32 = 256u;
 @group(0) @binding(6) var<storage, read> mean_input: array<f32>;
 @group(0) @binding(7) var<storage, read> sparsity_in: array<f32>;
 @group(0) @binding(8) var<storage, read_write> partials: array<vec4<f32>>;
-
-var<workgroup> scratch4: array<vec4<f32>, 256>;
 
 @compute @workgroup_size(256)
 fn update_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
@@ -75,17 +74,8 @@ fn update_weights(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocati
             acc.w = max(acc.w, abs(v));
         }
     }
-    scratch4[t] = acc;
-    workgroupBarrier();
-    for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            let a = scratch4[t];
-            let b = scratch4[t + s];
-            scratch4[t] = vec4<f32>(a.xyz + b.xyz, max(a.w, b.w));
-        }
-        workgroupBarrier();
-    }
+    let total = workgroup_sum_max(t, WG, 1u, acc);
     if (t == 0u) {
-        partials[group] = scratch4[0];
+        partials[group] = total;
     }
 }

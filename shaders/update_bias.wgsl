@@ -8,7 +8,7 @@
 //     mean_input ← mean(v0);  g = mean(v0) − mean(vk);  v = m·v + lr·g;  b += v
 // visible_bias_error_step: visible_bias_step, and also the batch's squared reconstruction
 //     error, error_partials[workgroup] = Σ over its columns and all rows of (v0 − error_source)²
-//     (each lane sums its rows in order, then the tree over the 256 invocations
+//     (each lane sums its rows in order, then common.wgsl's tree over the 256 invocations
 //     t = lane·8 + column, t ⊕= t + s, s = 128 .. 1), so the error costs no dispatch of its own;
 // hidden_bias_step, over the nh hidden columns:
 //     m0 = mean(h0);  q ← 0.95 q + 0.05 m0;  d = sparsity_derivative(q)  (→ sparsity_out)
@@ -18,8 +18,8 @@
 // rows [l·c, l·c + c), c = ceil(rows / 32), in four interleaved accumulators (row
 // start + 4m + q into q; rows past the last full four into the first) combined as
 // (a0 + a1) + (a2 + a3); the 32 lane sums are then combined by the tree
-// lane[l] += lane[l + s], s = 16 .. 1, and divided by the row count (exactly as reduce.wgsl's
-// column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
+// lane[l] += lane[l + s], s = 16 .. 1 (common.wgsl's, with 8 columns: positive and negative
+// sums as one vec2), and divided by the row count (exactly as reduce.wgsl's column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
 // throughout; the CPU sums all rows in order in f32, so the two agree to a few ulp·rows.
 //
 // The buffers that both sides use are read and written through accessors with a `side`
@@ -59,10 +59,6 @@ const SATURATION_HIGH: f32 = 0.99f;
 @group(0) @binding(8) var<storage, read> error_source: array<f32>;
 @group(0) @binding(9) var<storage, read_write> error_partials: array<f32>;
 
-var<workgroup> lane_positive: array<f32, 256>;
-var<workgroup> lane_error: array<f32, 256>;
-var<workgroup> lane_negative: array<f32, 256>;
-
 fn lane_rows(rows: u32, lane: u32) -> vec2<u32> {
     let chunk = (rows + LANES - 1u) / LANES;
     let start = min(lane * chunk, rows);
@@ -97,30 +93,18 @@ fn lane_sum_negative(side: u32, col: u32, lane: u32) -> f32 {
     return (a.x + a.y) + (a.z + a.w);
 }
 
-// Column means of positive and negative for this workgroup's columns; the results are in
-// lane_positive[lx] and lane_negative[lx] (lane 0's slots) after the call. Every invocation
-// of the workgroup must call it (it holds barriers).
-fn column_means(side: u32, col: u32, lx: u32, lane: u32) {
+// Column means (positive, negative) of this workgroup's column lx, returned to lane 0 (the
+// other lanes get partial sums). Every invocation of the workgroup must call it (it holds
+// barriers).
+fn column_means(side: u32, col: u32, lx: u32, lane: u32) -> vec2<f32> {
     var sp = 0.0f;
     var sn = 0.0f;
     if (col < width_of(side)) {
         sp = lane_sum_positive(side, col, lane);
         sn = lane_sum_negative(side, col, lane);
     }
-    lane_positive[lane * COLS + lx] = sp;
-    lane_negative[lane * COLS + lx] = sn;
-    workgroupBarrier();
-    for (var s = LANES / 2u; s > 0u; s = s >> 1u) {
-        if (lane < s) {
-            lane_positive[lane * COLS + lx] = lane_positive[lane * COLS + lx] + lane_positive[(lane + s) * COLS + lx];
-            lane_negative[lane * COLS + lx] = lane_negative[lane * COLS + lx] + lane_negative[(lane + s) * COLS + lx];
-        }
-        workgroupBarrier();
-    }
-    if (lane == 0u) {
-        lane_positive[lx] = lane_positive[lx] / f32(dims.rows);
-        lane_negative[lx] = lane_negative[lx] / f32(dims.chains);
-    }
+    let sums = workgroup_sum2(lane * COLS + lx, COLS * LANES, COLS, vec2<f32>(sp, sn));
+    return vec2<f32>(sums.x / f32(dims.rows), sums.y / f32(dims.chains));
 }
 
 // Exactly penalties.rs::sparsity_derivative (f32, same operation order).
@@ -141,19 +125,18 @@ fn bias_step(side: u32, col: u32, g: f32) {
     set_bias(side, col, bias_at(side, col) + v);
 }
 
-fn visible_bias_update(col: u32, lid: vec3<u32>) {
+fn visible_bias_update(col: u32, lid: vec3<u32>, means: vec2<f32>) {
     if (lid.y == 0u && col < width_of(0u)) {
-        let m0 = lane_positive[lid.x];
+        let m0 = means.x;
         set_column_state(0u, col, m0);
-        bias_step(0u, col, m0 - lane_negative[lid.x]);
+        bias_step(0u, col, m0 - means.y);
     }
 }
 
 @compute @workgroup_size(8, 32)
 fn visible_bias_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let col = wid.x * COLS + lid.x;
-    column_means(0u, col, lid.x, lid.y);
-    visible_bias_update(col, lid);
+    visible_bias_update(col, lid, column_means(0u, col, lid.x, lid.y));
 }
 
 fn visible_bias_error(group: u32, lid: vec3<u32>) {
@@ -168,18 +151,10 @@ fn visible_bias_error(group: u32, lid: vec3<u32>) {
             e = e + d * d;
         }
     }
-    lane_error[t] = e;
-    column_means(0u, col, lid.x, lid.y);
-    visible_bias_update(col, lid);
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s = s >> 1u) {
-        if (t < s) {
-            lane_error[t] = lane_error[t] + lane_error[t + s];
-        }
-        workgroupBarrier();
-    }
+    visible_bias_update(col, lid, column_means(0u, col, lid.x, lid.y));
+    let error = workgroup_sum(t, COLS * LANES, 1u, e);
     if (t == 0u) {
-        error_partials[group] = lane_error[0];
+        error_partials[group] = error;
     }
 }
 
@@ -190,14 +165,14 @@ fn visible_bias_error_step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local
 
 fn hidden_bias(group: u32, lid: vec3<u32>) {
     let col = group * COLS + lid.x;
-    column_means(1u, col, lid.x, lid.y);
+    let means = column_means(1u, col, lid.x, lid.y);
     if (lid.y == 0u && col < width_of(1u)) {
-        let m0 = lane_positive[lid.x];
+        let m0 = means.x;
         let q = 0.95f * column_state_at(1u, col) + 0.05f * m0;
         set_column_state(1u, col, q);
         let d = sparsity_derivative(q, state.sparsity_penalty, state.sparsity_target);
         sparsity_out[col] = d;
-        bias_step(1u, col, m0 - lane_negative[lid.x] - d);
+        bias_step(1u, col, m0 - means.y - d);
     }
 }
 

@@ -6,11 +6,27 @@ use wgpu::util::DeviceExt;
 const SHADER: &str = include_str!("../../shaders/affine_sigmoid.wgsl");
 const WORKGROUP_WIDTH: u32 = 64;
 
+/// `struct Dims` of affine_sigmoid.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Dims {
+    pub rows: u32,
+    pub n_in: u32,
+    pub n_out: u32,
+    pub _pad: u32,
+}
+
+/// The kernel as compiled.
+pub(crate) fn source() -> String {
+    super::shader::assemble(SHADER, &[], false)
+}
+
 /// `sigmoid(bias + input · weights)` for `input` of `rows × n_in` and `weights` of `n_in × n_out`.
 pub async fn affine_sigmoid(ctx: &GpuContext, input: &[f32], weights: &[f32], bias: &[f32], rows: usize, n_in: usize, n_out: usize) -> Result<Vec<f32>, GpuError> {
     assert!(input.len() == rows * n_in && weights.len() == n_in * n_out && bias.len() == n_out);
     let device = &ctx.device;
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("affine_sigmoid"), source: wgpu::ShaderSource::Wgsl(SHADER.into()) });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("affine_sigmoid"), source: wgpu::ShaderSource::Wgsl(source().into()) });
     let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("affine_sigmoid"),
         layout: None,
@@ -22,8 +38,8 @@ pub async fn affine_sigmoid(ctx: &GpuContext, input: &[f32], weights: &[f32], bi
     let storage = |label, data: &[f32]| {
         device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some(label), contents: bytemuck::cast_slice(data), usage: wgpu::BufferUsages::STORAGE })
     };
-    let dims = [rows as u32, n_in as u32, n_out as u32, 0];
-    let dims = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("dims"), contents: bytemuck::cast_slice(&dims), usage: wgpu::BufferUsages::UNIFORM });
+    let dims = Dims { rows: rows as u32, n_in: n_in as u32, n_out: n_out as u32, _pad: 0 };
+    let dims = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM });
     let (input, weights, bias) = (storage("input", input), storage("weights", weights), storage("bias", bias));
     let output = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("output"),

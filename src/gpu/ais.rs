@@ -35,6 +35,23 @@ use std::sync::Mutex;
 
 const SOURCE: &str = include_str!("../../shaders/ais.wgsl");
 
+/// `struct Params` of ais.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Params {
+    pub runs: u32,
+    pub n_visible: u32,
+    pub n_hidden: u32,
+    pub last: u32,
+    pub key: [u32; 2],
+    pub _pad: [u32; 2],
+}
+
+/// ais.wgsl as compiled for runs of `wg` threads (see [`run_workgroup`]).
+pub(crate) fn source(wg: u32) -> String {
+    shader::assemble(SOURCE, &[("WG", Const::U32(wg))], true)
+}
 
 /// The runs' final log weights (`log w`, relative to the base-rate model) and `log Z_0`.
 pub struct AisRuns {
@@ -99,8 +116,7 @@ impl AisKernels {
             .entry(wg)
             .or_insert_with(|| {
                 let device = &ctx.device;
-                let source = shader::assemble(SOURCE, &[("WG", Const::U32(wg))], true);
-                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("ais"), source: wgpu::ShaderSource::Wgsl(source.into()) });
+                let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("ais"), source: wgpu::ShaderSource::Wgsl(source(wg).into()) });
                 Pipelines {
                     next: reduce::pipeline(device, &module, "ais_next_step"),
                     hidden: reduce::pipeline(device, &module, "ais_hidden"),
@@ -137,7 +153,8 @@ impl AisKernels {
         let (v, x, h, a, log_weights) = (f("ais_v", runs * nv), f("ais_x", runs * nh), f("ais_h", runs * nh), f("ais_a", runs * nv), f("ais_log_weights", 2 * runs));
 
         let pipelines = self.pipelines(ctx, run_workgroup(nv, nh));
-        let params = || reduce::uniform(device, "ais_params", &[runs as u32, nv as u32, nh as u32, last as u32, seed as u32, (seed >> 32) as u32, 0, 0]);
+        let values = Params { runs: runs as u32, n_visible: nv as u32, n_hidden: nh as u32, last: last as u32, key: [seed as u32, (seed >> 32) as u32], _pad: [0; 2] };
+        let params = || reduce::uniform_of(device, "ais_params", &values);
         let next = Step::new(device, "ais_next_step", &pipelines.next, params(), &[(1, &counter)], (1, 1));
         let hidden_resources = [(1, &counter), (2, &betas_buffer), (3, &v), (4, &x), (5, &gap), (6, &h), (7, &log_weights)];
         let hidden = Step::new(device, "ais_hidden", &pipelines.hidden, params(), &hidden_resources, reduce::grid(runs as u32));

@@ -100,12 +100,15 @@ pub struct StepSlot {
     pub row_shift: u32,
 }
 
+/// One [`StepSlot`] as the shaders read it: `struct Slot` of gemm.wgsl, sample.wgsl and
+/// gather.wgsl (tests/gpu_uniform_layout.rs compares them).
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct SlotRaw {
-    step: [u32; 2],
-    row_shift: u32,
-    pad: u32,
+pub struct SlotRaw {
+    pub step: [u32; 2],
+    pub row_shift: u32,
+    pub _pad: u32,
 }
 
 /// Size of one slot as the shaders read it (`struct Slot` in gemm.wgsl / sample.wgsl).
@@ -145,7 +148,7 @@ impl StepTable {
         }
         let mut bytes = vec![0u8; self.stride as usize * slots.len()];
         for (chunk, slot) in bytes.chunks_mut(self.stride as usize).zip(slots) {
-            let raw = SlotRaw { step: [slot.step as u32, (slot.step >> 32) as u32], row_shift: slot.row_shift, pad: 0 };
+            let raw = SlotRaw { step: [slot.step as u32, (slot.step >> 32) as u32], row_shift: slot.row_shift, _pad: 0 };
             chunk[..SLOT_BYTES as usize].copy_from_slice(bytemuck::bytes_of(&raw));
         }
         queue.write_buffer(&self.buffer, first as u64 * self.stride as u64, &bytes);

@@ -52,12 +52,24 @@ const BINARIZE: u32 = 2;
 pub(crate) const GAUSSIAN: u32 = 4;
 pub(crate) const SECOND_PASS: u32 = 8;
 
-/// `byte_to_unit` of gemm.wgsl, so gathered pixels equal the GEMM's (and the CPU's) exactly.
-pub(crate) fn byte_to_unit_source() -> &'static str {
-    let source = include_str!("../../shaders/gemm.wgsl");
-    let start = source.find("fn byte_to_unit").expect("gemm.wgsl defines byte_to_unit");
-    let end = start + source[start..].find("\n}\n").expect("end of byte_to_unit") + 3;
-    &source[start..end]
+/// evaluate.wgsl as compiled (common.wgsl's `byte_to_unit` converts pixels as the GEMM does).
+pub(crate) fn source() -> String {
+    super::shader::assemble(SOURCE, &[], false)
+}
+
+/// `struct Params` of evaluate.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Params {
+    pub rows: u32,
+    pub width: u32,
+    pub n_hidden: u32,
+    pub flags: u32,
+    pub index_start: u32,
+    pub out_offset: u32,
+    pub count: f32,
+    pub _pad: u32,
 }
 
 /// An RBM's parameters on the device.
@@ -207,14 +219,14 @@ pub struct EvalKernels {
 /// `Params` of evaluate.wgsl.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn params(device: &wgpu::Device, rows: usize, width: usize, n_hidden: usize, flags: u32, index_start: usize, out_offset: usize, count: f32) -> wgpu::Buffer {
-    reduce::uniform(device, "evaluate_params", &[rows as u32, width as u32, n_hidden as u32, flags, index_start as u32, out_offset as u32, count.to_bits(), 0])
+    let values = Params { rows: rows as u32, width: width as u32, n_hidden: n_hidden as u32, flags, index_start: index_start as u32, out_offset: out_offset as u32, count, _pad: 0 };
+    reduce::uniform_of(device, "evaluate_params", &values)
 }
 
 impl EvalKernels {
     pub fn new(ctx: &GpuContext) -> Self {
         let device = &ctx.device;
-        let source = format!("{SOURCE}\n{}", byte_to_unit_source());
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("evaluate"), source: wgpu::ShaderSource::Wgsl(source.into()) });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("evaluate"), source: wgpu::ShaderSource::Wgsl(source().into()) });
         EvalKernels {
             gemm: GemmKernels::new(ctx),
             reduce: ReduceKernels::new(device),

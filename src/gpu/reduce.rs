@@ -115,8 +115,29 @@ pub fn partial_count(n: usize) -> u32 {
     split(n, PARTIAL_SPAN).0
 }
 
-pub(crate) fn uniform(device: &wgpu::Device, label: &str, words: &[u32]) -> wgpu::Buffer {
-    super::buffers::buffer_with(device, label, bytemuck::cast_slice(words), wgpu::BufferUsages::UNIFORM)
+/// A uniform buffer holding `value`, a `#[repr(C)]` twin of a WGSL struct.
+pub(crate) fn uniform_of<T: bytemuck::Pod>(device: &wgpu::Device, label: &str, value: &T) -> wgpu::Buffer {
+    super::buffers::buffer_with(device, label, bytemuck::bytes_of(value), wgpu::BufferUsages::UNIFORM)
+}
+
+/// `struct ReduceParams` of reduce.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct ReduceParams {
+    pub n: u32,
+    pub rows: u32,
+    pub width: u32,
+    pub flags: u32,
+    pub slot: u32,
+    pub span: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
+}
+
+/// reduce.wgsl as compiled.
+pub(crate) fn source() -> String {
+    super::shader::assemble(SHADER, &[], false)
 }
 
 pub(crate) fn pipeline(device: &wgpu::Device, module: &wgpu::ShaderModule, entry_point: &str) -> wgpu::ComputePipeline {
@@ -160,15 +181,14 @@ pub struct ReduceKernels {
     free_energy: wgpu::ComputePipeline,
 }
 
-/// `ReduceParams` in the shader: n, rows, width, flags, slot, span, pad, pad.
 #[allow(clippy::too_many_arguments)]
 fn params(device: &wgpu::Device, label: &str, n: usize, rows: usize, width: usize, flags: u32, slot: u32, span: u32) -> wgpu::Buffer {
-    uniform(device, label, &[n as u32, rows as u32, width as u32, flags, slot, span, 0, 0])
+    uniform_of(device, label, &ReduceParams { n: n as u32, rows: rows as u32, width: width as u32, flags, slot, span, _pad0: 0, _pad1: 0 })
 }
 
 impl ReduceKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = super::shader::module(device, "reduce", SHADER.into(), super::shader::Checks::Bounded);
+        let module = super::shader::module(device, "reduce", source(), super::shader::Checks::Bounded);
         ReduceKernels {
             column_means: pipeline(device, &module, "column_means"),
             partial_sum_sq_diff: pipeline(device, &module, "partial_sum_sq_diff"),

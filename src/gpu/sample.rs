@@ -56,19 +56,30 @@ impl<'a> SampleOp<'a> {
     }
 }
 
-/// `struct Params` of sample.wgsl.
+/// `struct Params` of sample.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    len: u32,
-    in_offset: u32,
-    out_offset: u32,
-    purpose: u32,
-    key: [u32; 2],
-    step: [u32; 2],
-    index_base: [u32; 2],
-    invocations: u32,
-    pad: u32,
+pub struct Params {
+    pub len: u32,
+    pub in_offset: u32,
+    pub out_offset: u32,
+    pub purpose: u32,
+    pub key: [u32; 2],
+    pub step: [u32; 2],
+    pub index_base: [u32; 2],
+    pub invocations: u32,
+    pub _pad: u32,
+}
+
+/// sample.wgsl as compiled.
+pub(crate) fn source() -> String {
+    shader::assemble(SOURCE, &[], true)
+}
+
+/// The Philox check kernel ([`philox_blocks`], [`uniforms`]) as compiled.
+pub(crate) fn probe_source() -> String {
+    shader::assemble(PROBE, &[], true)
 }
 
 pub struct SampleKernels {
@@ -119,7 +130,7 @@ impl SampleKernels {
             }
             SampleKind::GaussianNoise => ("gaussian_noise", None, 2, op.index_base & 1),
         };
-        let pipeline = self.pipelines.get(&ctx.device, "sample", entry, || shader::assemble(SOURCE, &[], true));
+        let pipeline = self.pipelines.get(&ctx.device, "sample", entry, source);
         let in_window = match input {
             Some(p) if len > 0 => Some(window(ctx, p.buffer, p.offset * 4, Some(len * 4), "sample input")?),
             _ => None,
@@ -135,7 +146,7 @@ impl SampleKernels {
             step: [op.stream.step as u32, (op.stream.step >> 32) as u32],
             index_base: [op.index_base as u32, (op.index_base >> 32) as u32],
             invocations,
-            pad: 0,
+            _pad: 0,
         };
         let params = crate::gpu::buffers::uniform_bytes(ctx, "sample_params", bytemuck::bytes_of(&params));
         let slots = op.slots.unwrap_or(&self.zero_slot);
@@ -203,7 +214,7 @@ async fn run_probe(ctx: &GpuContext, entry: &str, cases: &[[u32; 4]]) -> Result<
     }
     let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("philox_probe"),
-        source: wgpu::ShaderSource::Wgsl(shader::assemble(PROBE, &[], true).into()),
+        source: wgpu::ShaderSource::Wgsl(probe_source().into()),
     });
     let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some("philox_probe"),

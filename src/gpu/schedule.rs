@@ -13,7 +13,7 @@
 //! shapes of interest. A cosine within that of a rule threshold (±0.3, ±0.5) could take the
 //! other branch than the CPU would; the rules themselves are the same f32 operations.
 
-use super::reduce::{pipeline, uniform, Step};
+use super::reduce::{pipeline, uniform_of, Step};
 use super::{GpuContext, GpuError};
 use crate::train::config::{CdConfig, Schedule};
 use bytemuck::{Pod, Zeroable};
@@ -22,6 +22,22 @@ use bytemuck::{Pod, Zeroable};
 /// schedule_state.wgsl: `struct TrainState`, prepended to every kernel that reads the state.
 pub(crate) const STATE_SHADER: &str = include_str!("../../shaders/schedule_state.wgsl");
 pub(crate) const SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/schedule.wgsl"));
+
+/// schedule.wgsl's own module as compiled.
+pub(crate) fn source() -> String {
+    super::shader::assemble(SHADER, &[], false)
+}
+
+/// `struct ScheduleParams` of schedule.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub struct ScheduleParams {
+    pub n_update_partials: u32,
+    pub n_error_partials: u32,
+    pub n_weights: u32,
+    pub log_capacity: u32,
+}
 
 /// The training state on the device: 24 words of 4 bytes (96 bytes), exactly the WGSL
 /// `TrainState` of `shaders/schedule_state.wgsl` (word offsets in its header).
@@ -60,7 +76,9 @@ pub struct TrainState {
     pub last_gradient_rms: f32,
     pub last_squared_error: f32,
     /// Words 21–23.
-    pub _pad: [u32; 3],
+    pub _pad0: u32,
+    pub _pad1: u32,
+    pub _pad2: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<TrainState>() == 96);
@@ -215,14 +233,14 @@ pub struct ScheduleKernels {
 
 impl ScheduleKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = super::shader::module(device, "schedule", SHADER.into(), super::shader::Checks::Bounded);
+        let module = super::shader::module(device, "schedule", source(), super::shader::Checks::Bounded);
         ScheduleKernels { schedule: pipeline(device, &module, "schedule"), empty: super::reduce::storage_buffer(device, "no_error_partials", 4) }
     }
 
     /// The end-of-batch step (one workgroup).
     pub fn step(&self, device: &wgpu::Device, b: &ScheduleBuffers) -> Step {
         let (errors, n_errors) = b.error_partials.unwrap_or((&self.empty, 0));
-        let params = uniform(device, "schedule_params", &[b.n_update_partials, n_errors, b.n_weights as u32, b.log_capacity]);
+        let params = uniform_of(device, "schedule_params", &ScheduleParams { n_update_partials: b.n_update_partials, n_error_partials: n_errors, n_weights: b.n_weights as u32, log_capacity: b.log_capacity });
         Step::new(device, "schedule", &self.schedule, params, &[(1, b.state), (2, b.update_partials), (3, errors), (4, b.batch_log)], (1, 1))
     }
 }

@@ -1,10 +1,12 @@
 //! Assembles kernels from `shaders/*.wgsl` and caches their pipelines.
 //!
 //! A kernel's source is: generated `const` declarations (its compile-time variant: tile sizes,
-//! operand layouts), the kernel file, and, when it draws random numbers, the Philox snippet
-//! `shaders/philox.wgsl`. Text constants rather than WGSL overrides, because workgroup-memory
-//! array sizes and `@workgroup_size` must follow them, which override support in the
-//! WGSL compilers of the day does not cover everywhere.
+//! operand layouts), the kernel files, the shared math `shaders/common.wgsl` (always), and,
+//! when it draws random numbers, the Philox snippet `shaders/philox.wgsl`. Text constants
+//! rather than WGSL overrides, because workgroup-memory array sizes and `@workgroup_size` must
+//! follow them, which override support in the WGSL compilers of the day does not cover
+//! everywhere. [`kernel_sources`] lists every module the crate compiles, for the tests that
+//! check them without a GPU (tests/gpu_uniform_layout.rs).
 //!
 //! [`PipelineCache`] compiles each variant once per device, on first use, against one
 //! explicit bind-group layout shared by all variants of a kernel family, so bind groups are
@@ -17,6 +19,10 @@ use std::sync::Mutex;
 /// The Philox4x32-10 snippet (`uniform`, `philox_block`, `add_u64`, ...).
 pub const PHILOX: &str = include_str!("../../shaders/philox.wgsl");
 
+/// The math every kernel must compute alike (`softplus`, `sigmoid`, `byte_to_unit`, the
+/// workgroup reduction tree, ...), appended to every kernel.
+pub const COMMON: &str = include_str!("../../shaders/common.wgsl");
+
 /// A compile-time constant prepended to a kernel source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Const {
@@ -24,9 +30,10 @@ pub enum Const {
     Bool(bool),
 }
 
-/// `const NAME: type = value;` lines, then `source`, then the Philox snippet if asked for.
+/// `const NAME: type = value;` lines, then `source`, then [`COMMON`], then the Philox snippet
+/// if asked for.
 pub fn assemble(source: &str, constants: &[(&str, Const)], philox: bool) -> String {
-    let mut text = String::with_capacity(source.len() + if philox { PHILOX.len() } else { 0 } + 64 * constants.len());
+    let mut text = String::with_capacity(source.len() + COMMON.len() + if philox { PHILOX.len() } else { 0 } + 64 * constants.len() + 2);
     for (name, value) in constants {
         match value {
             Const::U32(v) => writeln!(text, "const {name}: u32 = {v}u;"),
@@ -36,11 +43,37 @@ pub fn assemble(source: &str, constants: &[(&str, Const)], philox: bool) -> Stri
     }
     text.push('\n');
     text.push_str(source);
+    text.push('\n');
+    text.push_str(COMMON);
     if philox {
         text.push('\n');
         text.push_str(PHILOX);
     }
     text
+}
+
+/// One kernel module as the crate compiles it.
+#[doc(hidden)]
+pub struct KernelSource {
+    /// The module's name (the host file's label); its uniforms' Rust twins are registered
+    /// under it in tests/gpu_uniform_layout.rs.
+    pub module: &'static str,
+    /// Which compile-time variant, where the module has several.
+    pub variant: String,
+    pub source: String,
+}
+
+/// Every kernel module the crate compiles, assembled as the host assembles it (all variants
+/// of the GEMM and the AIS kernel), for the tests that parse and validate them without a GPU.
+#[doc(hidden)]
+pub fn kernel_sources() -> Vec<KernelSource> {
+    let one = |module: &'static str, source: String| KernelSource { module, variant: String::new(), source };
+    let mut all = vec![one("affine_sigmoid", super::affine_sigmoid::source()), one("evaluate", super::evaluate::source()), one("reduce", super::reduce::source()), one("schedule", super::schedule::source()), one("sample", super::sample::source()), one("philox_probe", super::sample::probe_source())];
+    all.extend(super::update::sources().into_iter().map(|(module, source)| one(module, source)));
+    all.extend(super::trainer::gather_sources().into_iter().map(|(module, source)| one(module, source)));
+    all.extend([32, 64, 128, 256].map(|wg| KernelSource { module: "ais", variant: format!("WG={wg}"), source: super::ais::source(wg) }));
+    all.extend(super::gemm::variant_sources().into_iter().map(|(variant, source)| KernelSource { module: "gemm", variant, source }));
+    all
 }
 
 /// What wgpu adds to a native kernel's code (browsers apply their own checks regardless).
@@ -193,6 +226,7 @@ mod tests {
         let text = assemble("fn f() {}", &[("BM", Const::U32(64)), ("T", Const::Bool(true))], false);
         assert!(text.starts_with("const BM: u32 = 64u;\nconst T: bool = true;\n"));
         assert!(assemble("", &[], true).contains("fn philox4x32_10"));
+        assert!(assemble("", &[], false).contains("fn softplus") && !assemble("", &[], false).contains("fn philox4x32_10"));
     }
 }
 

@@ -10,11 +10,41 @@
 //! CPU references: `train::weights_update::{update_weights, update_bias}`,
 //! `train::penalties::SparsityEstimate`, `train::contrastive_divergence::column_means`.
 
-use super::reduce::{pipeline, split, uniform, Step, COLUMNS_PER_GROUP, MAX_GROUPS_PER_DIM};
+use super::reduce::{pipeline, split, uniform_of, Step, COLUMNS_PER_GROUP, MAX_GROUPS_PER_DIM};
+use super::shader::assemble;
 
 const UPDATE_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update.wgsl"));
 const BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias_one.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
 const BOTH_BIAS_SHADER: &str = concat!(include_str!("../../shaders/schedule_state.wgsl"), include_str!("../../shaders/update_bias_both.wgsl"), include_str!("../../shaders/update_bias.wgsl"));
+
+/// The update modules as compiled: (label, source) of update.wgsl, update_bias.wgsl with one
+/// side's bindings, and with both sides'.
+pub(crate) fn sources() -> [(&'static str, String); 3] {
+    [("update", assemble(UPDATE_SHADER, &[], false)), ("update_bias", assemble(BIAS_SHADER, &[], false)), ("update_bias_both", assemble(BOTH_BIAS_SHADER, &[], false))]
+}
+
+/// `struct UpdateDims` of update.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct UpdateDims {
+    pub n_visible: u32,
+    pub n_hidden: u32,
+    pub total: u32,
+    pub span: u32,
+}
+
+/// `struct BiasDims` of update_bias.wgsl.
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct BiasDims {
+    pub rows: u32,
+    pub chains: u32,
+    pub width: u32,
+    /// bias_steps only: `width` is then the visible one.
+    pub hidden_width: u32,
+}
 
 /// Storage buffers [`UpdateKernels::bias_steps`] binds.
 pub const BIAS_STEPS_STORAGE_BUFFERS: u32 = 13;
@@ -100,15 +130,16 @@ pub struct UpdateKernels {
 
 impl UpdateKernels {
     pub fn new(device: &wgpu::Device) -> Self {
-        let update = super::shader::module(device, "update", UPDATE_SHADER.into(), super::shader::Checks::Bounded);
-        let bias = super::shader::module(device, "update_bias", BIAS_SHADER.into(), super::shader::Checks::Bounded);
+        let [(_, update), (_, bias), (_, both)] = sources();
+        let update = super::shader::module(device, "update", update, super::shader::Checks::Bounded);
+        let bias = super::shader::module(device, "update_bias", bias, super::shader::Checks::Bounded);
         UpdateKernels {
             weights: pipeline(device, &update, "update_weights"),
             visible_bias: pipeline(device, &bias, "visible_bias_step"),
             visible_bias_error: pipeline(device, &bias, "visible_bias_error_step"),
             hidden_bias: pipeline(device, &bias, "hidden_bias_step"),
             both: (device.limits().max_storage_buffers_per_shader_stage >= BIAS_STEPS_STORAGE_BUFFERS).then(|| {
-                let both = super::shader::module(device, "update_bias_both", BOTH_BIAS_SHADER.into(), super::shader::Checks::Bounded);
+                let both = super::shader::module(device, "update_bias_both", both, super::shader::Checks::Bounded);
                 pipeline(device, &both, "bias_steps")
             }),
         }
@@ -119,7 +150,7 @@ impl UpdateKernels {
         let total = n_visible * n_hidden;
         assert!(total > 0, "{n_visible} × {n_hidden} weights");
         let (groups, span) = split(total, UPDATE_SPAN);
-        let dims = uniform(device, "update_dims", &[n_visible as u32, n_hidden as u32, total as u32, span]);
+        let dims = uniform_of(device, "update_dims", &UpdateDims { n_visible: n_visible as u32, n_hidden: n_hidden as u32, total: total as u32, span });
         Step::new(
             device,
             "update_weights",
@@ -191,7 +222,7 @@ impl UpdateKernels {
         assert!(rows > 0 && chains > 0 && n_visible > 0 && n_hidden > 0);
         let groups = bias_error_partial_count(n_visible) + n_hidden.div_ceil(COLUMNS_PER_GROUP) as u32;
         assert!(groups <= MAX_GROUPS_PER_DIM, "{n_visible} + {n_hidden} units in one bias dispatch");
-        let dims = uniform(device, "bias_dims", &[rows as u32, chains as u32, n_visible as u32, n_hidden as u32]);
+        let dims = uniform_of(device, "bias_dims", &BiasDims { rows: rows as u32, chains: chains as u32, width: n_visible as u32, hidden_width: n_hidden as u32 });
         let resources = [
             (1, visible.state),
             (2, visible.positive),
@@ -215,5 +246,5 @@ impl UpdateKernels {
 fn bias_dims(device: &wgpu::Device, rows: usize, chains: usize, width: usize) -> wgpu::Buffer {
     assert!(rows > 0 && chains > 0 && width > 0);
     assert!(width.div_ceil(COLUMNS_PER_GROUP) <= MAX_GROUPS_PER_DIM as usize, "{width} units in one bias dispatch");
-    uniform(device, "bias_dims", &[rows as u32, chains as u32, width as u32, 0])
+    uniform_of(device, "bias_dims", &BiasDims { rows: rows as u32, chains: chains as u32, width: width as u32, hidden_width: 0 })
 }

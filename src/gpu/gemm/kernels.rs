@@ -24,37 +24,127 @@ const FLAG_BIAS: u32 = 2;
 const FLAG_SIGMOID: u32 = 4;
 const FLAG_SAMPLE: u32 = 8;
 
-/// `struct Params` of gemm.wgsl.
+/// `struct Params` of gemm.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    m: u32,
-    n: u32,
-    k: u32,
-    tiles_n: u32,
-    tiles_total: u32,
-    lda: u32,
-    ldb: u32,
-    ldc: u32,
-    a_offset: u32,
-    b_offset: u32,
-    c_offset: u32,
-    bias_offset: u32,
-    order_offset: u32,
-    sample_offset: u32,
-    lds: u32,
-    flags: u32,
-    alpha: f32,
-    purpose: u32,
-    key: [u32; 2],
-    step: [u32; 2],
-    index_base: [u32; 2],
-    splits: u32,
-    k_chunk: u32,
-    k_split: u32,
-    alpha2: f32,
-    half_tasks: u32,
-    _pad: u32,
+pub struct Params {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub tiles_n: u32,
+    pub tiles_total: u32,
+    pub lda: u32,
+    pub ldb: u32,
+    pub ldc: u32,
+    pub a_offset: u32,
+    pub b_offset: u32,
+    pub c_offset: u32,
+    pub bias_offset: u32,
+    pub order_offset: u32,
+    pub sample_offset: u32,
+    pub lds: u32,
+    pub flags: u32,
+    pub alpha: f32,
+    pub purpose: u32,
+    pub key: [u32; 2],
+    pub step: [u32; 2],
+    pub index_base: [u32; 2],
+    pub splits: u32,
+    pub k_chunk: u32,
+    pub k_split: u32,
+    pub alpha2: f32,
+    pub half_tasks: u32,
+    pub _pad: u32,
+}
+
+/// The compile-time choices that make one GEMM variant (one pipeline each).
+#[derive(Clone, Copy, Debug)]
+struct Variant {
+    tiling: Tiling,
+    a_transposed: bool,
+    a_u8: bool,
+    a_gather: bool,
+    b_transposed: bool,
+    paired: bool,
+    update: bool,
+    /// Operands a vec4 at a time (see `vec4_operands`).
+    vec: bool,
+    /// Outputs a vec4 at a time (see `vec4_outputs`).
+    vec_out: bool,
+}
+
+impl Variant {
+    fn of(op: &GemmOp, tiling: Tiling) -> Self {
+        Variant {
+            tiling,
+            a_transposed: op.a_transposed,
+            a_u8: op.a_element == Element::U8,
+            a_gather: op.a_gather.is_some(),
+            b_transposed: op.b_transposed,
+            paired: op.pair.is_some(),
+            update: op.update.is_some(),
+            vec: vec4_operands(op, tiling),
+            vec_out: vec4_outputs(op, tiling),
+        }
+    }
+
+    /// The pipeline cache's name of the variant.
+    fn key(&self) -> String {
+        let bit = u8::from;
+        format!("{:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}-vo{}", self.tiling, bit(self.a_transposed), bit(self.a_u8), bit(self.a_gather), bit(self.b_transposed), bit(self.paired), bit(self.update), bit(self.vec), bit(self.vec_out))
+    }
+
+    /// The variant's WGSL: the operand and output files it picks, gemm.wgsl, the update
+    /// epilogue or its empty stand-in, with the constants prepended.
+    fn source(&self) -> String {
+        let d = self.tiling.dims();
+        // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
+        // slab is filled along k, so that the invocations storing one row's k values hit
+        // different banks (unpadded, they all hit the same bank: a 16-way conflict on every
+        // stash).
+        let a_stride = d.bm / 4 + u32::from(!self.a_transposed);
+        let b_stride = d.bn / 4 + u32::from(self.b_transposed);
+        let operands = if self.vec { VEC4_OPERANDS } else { SCALAR_OPERANDS };
+        let outputs = if self.vec_out { VEC4_OUTPUTS } else { SCALAR_OUTPUTS };
+        let source = if self.update { format!("{}\n{operands}\n{outputs}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{operands}\n{outputs}\n{SOURCE}\n{NO_UPDATE}") };
+        shader::assemble(
+            &source,
+            &[
+                ("BM", Const::U32(d.bm)),
+                ("BN", Const::U32(d.bn)),
+                ("BK", Const::U32(d.bk)),
+                ("TM", Const::U32(d.tm)),
+                ("TN", Const::U32(d.tn)),
+                ("WG_X", Const::U32(d.bn / d.tn)),
+                ("WG_Y", Const::U32(d.bm / d.tm)),
+                ("A_TRANS", Const::Bool(self.a_transposed)),
+                ("A_U8", Const::Bool(self.a_u8)),
+                ("A_GATHER", Const::Bool(self.a_gather)),
+                ("B_TRANS", Const::Bool(self.b_transposed)),
+                ("PAIRED", Const::Bool(self.paired)),
+                ("UPDATE", Const::Bool(self.update)),
+                ("VEC", Const::Bool(self.vec)),
+                ("A_STRIDE", Const::U32(a_stride)),
+                ("B_STRIDE", Const::U32(b_stride)),
+            ],
+            true,
+        )
+    }
+}
+
+/// (key, source) of every GEMM variant: each tiling with each combination of the eight
+/// choices, a superset of those a `GemmOp` can ask for.
+pub(crate) fn variant_sources() -> Vec<(String, String)> {
+    let mut all = Vec::new();
+    for tiling in Tiling::ALL {
+        for bits in 0u32..1 << 8 {
+            let bit = |i: u32| bits >> i & 1 == 1;
+            let variant = Variant { tiling, a_transposed: bit(0), a_u8: bit(1), a_gather: bit(2), b_transposed: bit(3), paired: bit(4), update: bit(5), vec: bit(6), vec_out: bit(7) };
+            all.push((variant.key(), variant.source()));
+        }
+    }
+    all
 }
 
 /// The GEMM pipelines of one device, compiled per variant on first use, and the placeholder
@@ -154,50 +244,12 @@ impl GemmKernels {
     }
 
     fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
-        let (a_u8, a_gather) = (op.a_element == Element::U8, op.a_gather.is_some());
-        let paired = op.pair.is_some();
-        let update = op.update.is_some();
-        let vec = vec4_operands(op, tiling);
-        let vec_out = vec4_outputs(op, tiling);
-        let key = format!("{tiling:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}-vo{}", op.a_transposed as u8, a_u8 as u8, a_gather as u8, op.b_transposed as u8, paired as u8, update as u8, vec as u8, vec_out as u8);
-        let d = tiling.dims();
-        // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
-        // slab is filled along k, so that the invocations storing one row's k values hit
-        // different banks (unpadded, they all hit the same bank: a 16-way conflict on every
-        // stash).
-        let a_stride = d.bm / 4 + u32::from(!op.a_transposed);
-        let b_stride = d.bn / 4 + u32::from(op.b_transposed);
-        let pipelines = match (&self.update, update) {
+        let variant = Variant::of(op, tiling);
+        let pipelines = match (&self.update, variant.update) {
             (Some((_, pipelines)), true) => pipelines,
             _ => &self.pipelines,
         };
-        pipelines.get(&ctx.device, &key, entry_point, || {
-            let operands = if vec { VEC4_OPERANDS } else { SCALAR_OPERANDS };
-            let outputs = if vec_out { VEC4_OUTPUTS } else { SCALAR_OUTPUTS };
-            let source = if update { format!("{}\n{operands}\n{outputs}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{operands}\n{outputs}\n{SOURCE}\n{NO_UPDATE}") };
-            shader::assemble(
-                &source,
-                &[
-                    ("BM", Const::U32(d.bm)),
-                    ("BN", Const::U32(d.bn)),
-                    ("BK", Const::U32(d.bk)),
-                    ("TM", Const::U32(d.tm)),
-                    ("TN", Const::U32(d.tn)),
-                    ("WG_X", Const::U32(d.bn / d.tn)),
-                    ("WG_Y", Const::U32(d.bm / d.tm)),
-                    ("A_TRANS", Const::Bool(op.a_transposed)),
-                    ("A_U8", Const::Bool(a_u8)),
-                    ("A_GATHER", Const::Bool(a_gather)),
-                    ("B_TRANS", Const::Bool(op.b_transposed)),
-                    ("PAIRED", Const::Bool(paired)),
-                    ("UPDATE", Const::Bool(update)),
-                    ("VEC", Const::Bool(vec)),
-                    ("A_STRIDE", Const::U32(a_stride)),
-                    ("B_STRIDE", Const::U32(b_stride)),
-                ],
-                true,
-            )
-        })
+        pipelines.get(&ctx.device, &variant.key(), entry_point, || variant.source())
     }
 
     /// Validates `op`, builds its uniforms and bind group, and picks its pipeline.

@@ -49,6 +49,9 @@ mod throughput;
 mod variant;
 
 pub use kernels::{GemmCall, GemmKernels};
+#[doc(hidden)]
+pub use kernels::Params as GemmParams;
+pub(crate) use kernels::variant_sources;
 pub use variant::FUSED_UPDATE_STORAGE_BUFFERS;
 pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
 

@@ -105,18 +105,25 @@ fn submissions(batches: usize) -> Vec<(usize, usize)> {
     ranges
 }
 
-/// `shaders/gather.wgsl`; `byte_to_unit` is appended from gemm.wgsl so both kernels convert
-/// pixels identically.
+/// `shaders/gather.wgsl`; common.wgsl's `byte_to_unit` converts pixels as the GEMM does.
 const GATHER_SHADER: &str = include_str!("../../../shaders/gather.wgsl");
 
 const SCHEDULE_GATHER_SHADER: &str = include_str!("../../../shaders/schedule_gather.wgsl");
 
-/// `byte_to_unit` of gemm.wgsl (exactly the CPU's `b as f32 / 255.0`), reused verbatim.
-fn byte_to_unit_source() -> &'static str {
-    let source = include_str!("../../../shaders/gemm.wgsl");
-    let start = source.find("fn byte_to_unit").expect("gemm.wgsl defines byte_to_unit");
-    let end = start + source[start..].find("\n}\n").expect("end of byte_to_unit") + 3;
-    &source[start..end]
+/// The gather module and the schedule-and-gather module as compiled.
+pub(crate) fn gather_sources() -> [(&'static str, String); 2] {
+    [("gather", shader::assemble(GATHER_SHADER, &[], false)), ("schedule_and_gather", shader::assemble(&format!("{}\n{GATHER_SHADER}\n{SCHEDULE_GATHER_SHADER}", schedule::SHADER), &[], false))]
+}
+
+/// `struct GatherParams` of gather.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct GatherParams {
+    pub rows: u32,
+    pub width: u32,
+    pub is_u8: u32,
+    pub n_cases: u32,
 }
 
 /// Checks that the device can hold this training run: every buffer within the adapter's
@@ -500,8 +507,9 @@ impl Kernels {
                 cache: None,
             })
         };
-        let gather = compile("gather", format!("{GATHER_SHADER}\n{}", byte_to_unit_source()), &gather_layout, "gather");
-        let schedule_gather = compile("schedule_and_gather", format!("{}\n{GATHER_SHADER}\n{SCHEDULE_GATHER_SHADER}\n{}", schedule::SHADER, byte_to_unit_source()), &schedule_gather_layout, "schedule_and_gather");
+        let [(_, gather), (_, schedule_gather)] = gather_sources();
+        let gather = compile("gather", gather, &gather_layout, "gather");
+        let schedule_gather = compile("schedule_and_gather", schedule_gather, &schedule_gather_layout, "schedule_and_gather");
         Kernels {
             gemm: GemmKernels::new(ctx),
             update: UpdateKernels::new(device),

@@ -10,12 +10,13 @@
 //!   writes its visible state straight into `persistent`, which is the next batch's start;
 //! - `hk` (chains × nh): hidden probabilities at the chain's end.
 
-use super::{DeviceBuffers, Kernels};
+use super::{DeviceBuffers, GatherParams, Kernels};
 use crate::backend::Activation;
 use crate::gpu::buffers::StepTable;
 use crate::gpu::gemm::{fused_update_partials, GemmCall, GemmOp};
 use crate::gpu::reduce::{partial_count, Dispatch, Step};
 use crate::gpu::sample::{SampleCall, SampleOp};
+use crate::gpu::schedule::ScheduleParams;
 use crate::gpu::shader::{self, SlotDispatch};
 use crate::gpu::update::{bias_error_partial_count, update_partial_count, HiddenBiasBuffers, VisibleBiasBuffers, WeightUpdateBuffers};
 use crate::gpu::{GpuContext, GpuError};
@@ -215,7 +216,7 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
         rows,
         nv,
         gathered,
-        &[if shape.fused_update { fused_update_partials(v, h) } else { update_partial_count(nv, nh) }, n_error_partials, (nv * nh) as u32, shape.batches as u32],
+        &ScheduleParams { n_update_partials: if shape.fused_update { fused_update_partials(v, h) } else { update_partial_count(nv, nh) }, n_error_partials, n_weights: (nv * nh) as u32, log_capacity: shape.batches as u32 },
         &b.partials,
         &b.error_partials,
     );
@@ -224,7 +225,7 @@ pub(super) fn build(ctx: &GpuContext, kn: &Kernels, b: &DeviceBuffers, table: &S
 
 fn gather_params(ctx: &GpuContext, b: &DeviceBuffers, rows: usize, nv: usize) -> wgpu::Buffer {
     let n_cases = (b.order.size() / 4) as u32;
-    crate::gpu::buffers::uniform_bytes(ctx, "gather_params", bytemuck::cast_slice(&[rows as u32, nv as u32, b.data_u8 as u32, n_cases]))
+    crate::gpu::buffers::uniform_bytes(ctx, "gather_params", bytemuck::bytes_of(&GatherParams { rows: rows as u32, width: nv as u32, is_u8: b.data_u8 as u32, n_cases }))
 }
 
 /// schedule_gather.wgsl: the schedule step (`schedule_params` as schedule.wgsl's
@@ -238,13 +239,13 @@ fn schedule_gather_call(
     rows: usize,
     nv: usize,
     out: &wgpu::Buffer,
-    schedule_params: &[u32; 4],
+    schedule_params: &ScheduleParams,
     update_partials: &wgpu::Buffer,
     error_partials: &wgpu::Buffer,
 ) -> GatherCall {
     let device = &ctx.device;
     let params = gather_params(ctx, b, rows, nv);
-    let schedule = crate::gpu::buffers::uniform_bytes(ctx, "schedule_params", bytemuck::cast_slice(schedule_params));
+    let schedule = crate::gpu::buffers::uniform_bytes(ctx, "schedule_params", bytemuck::bytes_of(schedule_params));
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: Some("schedule_and_gather"),
         layout: &kn.schedule_gather_layout,
