@@ -19,8 +19,9 @@
 // start + 4m + q into q; rows past the last full four into the first) combined as
 // (a0 + a1) + (a2 + a3); the 32 lane sums are then combined by the tree
 // lane[l] += lane[l + s], s = 16 .. 1 (common.wgsl's, with 8 columns: positive and negative
-// sums as one vec2), and divided by the row count (exactly as reduce.wgsl's column_means). Tall batches (thousands of rows) keep 4 loads in flight per thread. f32
-// throughout; the CPU sums all rows in order in f32, so the two agree to a few ulp·rows.
+// sums as one vec2), and divided by the row count (exactly as reduce.wgsl's column_means).
+// Tall batches (thousands of rows) keep 4 loads in flight per thread. f32 throughout; the CPU
+// sums all rows in order in f32, so the two agree to a few ulp·rows.
 //
 // The buffers that both sides use are read and written through accessors with a `side`
 // argument (0 visible, 1 hidden), defined by the file prepended to this one (7, 8 and 9, used
