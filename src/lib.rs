@@ -2,13 +2,15 @@
 //!
 //! Data flows one way: `data` (IDX / DEEP databases, preprocessing) → `train` (schedules,
 //! calling only `backend` operations) → `model` (plain, serialisable parameters) →
-//! `sample` / `report` (Gibbs chains, image grids). `web` wraps it for a Web Worker.
+//! `format` (the saved model file) → `sample` / `report` (Gibbs chains, image grids). `web`
+//! wraps it for a Web Worker.
 
 pub mod backend;
 pub mod bench;
 pub mod clock;
 pub mod data;
 pub mod eval;
+pub mod format;
 pub mod gpu;
 pub mod model;
 pub mod report;

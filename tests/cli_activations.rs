@@ -8,7 +8,7 @@ mod cli_common;
 use cli_common::*;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::load_idx_dataset;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use deepbelief::supervised::complete_network;
 use deepbelief::supervised::evaluation::dataset_inputs;
 

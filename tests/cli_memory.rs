@@ -6,7 +6,7 @@
 mod cli_common;
 
 use cli_common::*;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use deepbelief::train::memory::{estimate_training_memory, RunShape};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

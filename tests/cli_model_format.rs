@@ -5,7 +5,8 @@
 mod cli_common;
 
 use cli_common::*;
-use deepbelief::model::format::{from_json, to_json, LayerTraining, SavedDbn, Standardisation};
+use deepbelief::data::Standardisation;
+use deepbelief::format::{from_json, to_json, LayerTraining, SavedDbn};
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
 use deepbelief::train::{StackConfig, StopReason};
 
@@ -163,16 +164,16 @@ fn commands_report_damaged_model_files_by_name() {
 #[test]
 fn the_checked_writer_refuses_non_finite_numbers_naming_the_field() {
     let model = two_layer_model();
-    assert_eq!(deepbelief::model::format::to_json_checked(&model).unwrap(), to_json(&model));
+    assert_eq!(deepbelief::format::to_json_checked(&model).unwrap(), to_json(&model));
 
     let mut nan_weight = two_layer_model();
     nan_weight.dbn.layers[1].weights[4] = f32::NAN;
-    let message = deepbelief::model::format::to_json_checked(&nan_weight).unwrap_err();
+    let message = deepbelief::format::to_json_checked(&nan_weight).unwrap_err();
     assert!(message.contains("field `layers[1].weights[4]` is NaN, expected a finite number"), "{message}");
 
     let mut infinite_mean = two_layer_model();
     infinite_mean.visible_means = Some(vec![0.25, f32::INFINITY, 0.0, 1.0]);
-    let message = deepbelief::model::format::to_json_checked(&infinite_mean).unwrap_err();
+    let message = deepbelief::format::to_json_checked(&infinite_mean).unwrap_err();
     assert!(message.contains("field `visible_means[1]` is inf"), "{message}");
     // Written unchecked, the file would not load: that is what the check prevents.
     assert!(load_error(&to_json(&infinite_mean)).contains("visible_means[1]"));
@@ -207,7 +208,7 @@ fn supervised_layer_sizes_whose_product_wraps_are_refused() {
         "output": "soft_max", "layers": [value], "config": deepbelief::supervised::SupervisedConfig::default(),
         "fine_tuned": false, "target_source": "labels", "target_names": ["0", "1"], "train_criterion": 0.5, "train_error": null,
     });
-    let message = deepbelief::model::supervised_format::from_value(section, 3).unwrap_err();
+    let message = deepbelief::format::supervised::from_value(section, 3).unwrap_err();
     assert!(message.contains("field `supervised.layers[0]` has 3 inputs and 6148914691236517206 outputs, too many to hold"), "{message}");
 }
 

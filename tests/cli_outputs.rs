@@ -4,7 +4,7 @@
 mod cli_common;
 
 use cli_common::*;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

@@ -5,7 +5,7 @@
 mod cli_common;
 
 use cli_common::*;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 
 #[test]
 fn train_writes_model_log_and_filters_and_reports_progress() {
@@ -47,7 +47,7 @@ fn train_writes_model_log_and_filters_and_reports_progress() {
     assert_eq!(model.visible_means.as_ref().map(Vec::len), Some(784));
     assert_eq!(model.training.len(), 2);
     assert!((model.training[1].final_error - recon).abs() < 1e-12);
-    let again = deepbelief::model::format::from_json("copy", &deepbelief::model::format::to_json(&model)).unwrap();
+    let again = deepbelief::format::from_json("copy", &deepbelief::format::to_json(&model)).unwrap();
     assert_eq!(again, model);
 
     let filters = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(out.join("filters.png")).unwrap())).read_info().unwrap();
@@ -253,7 +253,7 @@ fn gpu_backend_trains_the_same_stack_as_the_cpu() {
         let mut args = small_train_args(images, out.to_str().unwrap());
         args.extend(["--backend", backend, "--json"]);
         figures.push(last_json(&run_ok(&args)));
-        models.push(deepbelief::model::format::read_model(&out).unwrap());
+        models.push(deepbelief::format::read_model(&out).unwrap());
     }
     let (cpu, gpu) = (&figures[0], &figures[1]);
     let relative = |key: &str| ((cpu[key].as_f64().unwrap() - gpu[key].as_f64().unwrap()) / cpu[key].as_f64().unwrap()).abs();

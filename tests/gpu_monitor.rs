@@ -206,7 +206,7 @@ fn cli_gpu_epoch_lines_show_the_monitor() {
     for &(layer, epoch, free_energy, pll) in &lines {
         assert!(free_energy.is_finite() && pll.is_finite(), "layer {layer} epoch {epoch}: F {free_energy} pseudo-LL {pll}\n{stdout}");
     }
-    let model = deepbelief::model::format::read_model(&out).unwrap();
+    let model = deepbelief::format::read_model(&out).unwrap();
     let mut data = load_idx_dataset(images, None).unwrap();
     let stack = &model.config;
     for (k, rbm) in model.dbn.layers.iter().enumerate() {

@@ -3,10 +3,9 @@
 //! serde_json reads back an ulp off when they are written with 17 digits (the page saves,
 //! reloads and re-saves models, and autosave compares them).
 
-use deepbelief::model::format::{from_json, to_json, LayerTraining, SavedDbn};
-use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
+use deepbelief::format::{from_json, to_json, LayerTraining, SavedDbn};
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
-use deepbelief::supervised::{Layer, Network, OutputKind, SupervisedConfig};
+use deepbelief::supervised::{Layer, Network, OutputKind, SavedSupervised, SupervisedConfig, TargetSource};
 use deepbelief::train::{StackConfig, StopReason};
 
 /// Measured by the page in a run where the re-saved file differed in `init_error`.

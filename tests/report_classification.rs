@@ -1,6 +1,7 @@
 //! Confusion matrix, predictions and activation files against hand-computed small cases.
 
-use deepbelief::report::classification::{predictions, write_activations, write_predictions, ActivationSelection, ConfusionMatrix, Section};
+use deepbelief::report::classification::{write_activations, write_predictions, ActivationSelection, Section};
+use deepbelief::supervised::confusion::{predictions, ConfusionMatrix};
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()

@@ -5,8 +5,8 @@
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::Dataset;
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
-use deepbelief::report::classification::ConfusionMatrix;
 use deepbelief::report::deep_log::{analyze_tables, setting_entries, DataSummary, DeepLog, LayerLog, SupervisedLog, UnitActivity};
+use deepbelief::supervised::confusion::ConfusionMatrix;
 use deepbelief::train::{StackConfig, StopReason};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -8,7 +8,7 @@ mod cli_common;
 
 use cli_common::*;
 use deepbelief::data::idx::{encode_idx_labels, read_idx_labels};
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

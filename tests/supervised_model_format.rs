@@ -1,10 +1,9 @@
 //! The `supervised` section of the model file: an exact round trip, files without it still
 //! load, and damage to it gets an error naming the field.
 
-use deepbelief::model::format::{from_json, to_json, SavedDbn};
-use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
+use deepbelief::format::{from_json, to_json, SavedDbn};
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
-use deepbelief::supervised::{Network, OutputKind, SupervisedConfig};
+use deepbelief::supervised::{Network, OutputKind, SavedSupervised, SupervisedConfig, TargetSource};
 use deepbelief::train::StackConfig;
 
 fn model_with_supervised() -> SavedDbn {

@@ -63,7 +63,7 @@ fn assert_monitored(event: &Value) {
 /// reference on the saved layer.
 fn check_against_cpu(pg: &mut deepbelief::web::Playground, last: &Value) {
     assert_eq!(json(pg.step().unwrap())["event"], "layer_finished");
-    let saved = deepbelief::model::format::from_json("model.json", &pg.save_model().unwrap()).unwrap();
+    let saved = deepbelief::format::from_json("model.json", &pg.save_model().unwrap()).unwrap();
     let (training, held_out) = split(pg);
     let epoch = last["report"]["epoch"].as_u64().unwrap() as usize;
     let reference = measure_epoch(&CpuBackend, &saved.dbn.layers[0], &training, Some(&held_out), MONITOR_CASES, monitor_seed(SEED, epoch));

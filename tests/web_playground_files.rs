@@ -8,7 +8,7 @@ mod common_web_playground;
 use common_web_playground::*;
 use deepbelief::web::Playground;
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::model::format::from_json;
+use deepbelief::format::from_json;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -139,7 +139,7 @@ fn a_command_line_model_with_settings_for_more_data_loads_and_saves_unchanged() 
     model.config.rbm.batch_size = Some(600);
     model.config.rbm.n_batches = 100;
     model.visible_means = Some(vec![0.25; SIDE * SIDE]);
-    let text = deepbelief::model::format::to_json(&model);
+    let text = deepbelief::format::to_json(&model);
     let mut pg = loaded(SIDE);
     pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
     assert!(pg.training_finished());

@@ -6,11 +6,13 @@ pub mod error;
 pub mod split;
 pub mod idx;
 pub mod preprocess;
+pub mod standardisation;
 
 pub use database::{parse_database, Database};
 pub use error::{quote, sanitise, DataError, DataErrorKind, MAX_IMAGE_PIXELS};
 pub use idx::{dataset_from_idx, parse_idx_images, parse_idx_labels, IdxImages};
 pub use preprocess::{dataset_from_database, Preprocessing, Scaling};
+pub use standardisation::Standardisation;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use database::read_database;

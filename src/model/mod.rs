@@ -1,7 +1,7 @@
+//! Model parameters: RBMs and the DBNs stacked from them. Saving them is `format`'s work.
+
 pub mod dbn;
-pub mod format;
 pub mod rbm;
-pub mod supervised_format;
 
 pub use dbn::Dbn;
 pub use rbm::{Rbm, VisibleUnits};

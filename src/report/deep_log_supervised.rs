@@ -10,7 +10,7 @@
 //! let text = deep_log.render_with_supervised(Some(&supervised));
 //! ```
 
-use super::classification::ConfusionMatrix;
+use crate::supervised::confusion::ConfusionMatrix;
 use super::deep_log::{entry, units_name, DeepLog};
 use crate::backend::Backend;
 use crate::data::Dataset;

@@ -4,7 +4,7 @@
 //! `visible_means` and, for Gaussian models, `standardisation_mean` / `standardisation_sd`.
 
 use super::atomic::AtomicFile;
-use crate::model::format::SavedDbn;
+use crate::format::SavedDbn;
 use npyz::WriterBuilder;
 use std::io::{Seek, Write};
 use std::path::Path;

@@ -9,10 +9,9 @@ use super::deep_log_supervised::SupervisedLog;
 use crate::backend::Backend;
 use crate::data::{Dataset, Preprocessing};
 use crate::eval::hidden_unit_statistics;
-use crate::model::format::LayerTraining;
-use crate::model::supervised_format::SavedSupervised;
+use crate::format::LayerTraining;
 use crate::model::{Dbn, Rbm};
-use crate::supervised::{complete_network, OutputKind};
+use crate::supervised::{complete_network, OutputKind, SavedSupervised};
 use crate::train::greedy::propagate_dataset;
 use crate::train::{EpochReport, StackConfig, StopReason};
 

@@ -6,13 +6,12 @@
 //! with the largest value.
 
 use super::complete_network;
+use super::confusion::ConfusionMatrix;
 use super::criterion::{data_error, Cases};
+use super::{SavedSupervised, TargetSource};
 use crate::backend::Backend;
 use crate::data::Dataset;
-use crate::model::format::SavedDbn;
 use crate::model::Dbn;
-use crate::model::supervised_format::{SavedSupervised, TargetSource};
-use crate::report::classification::ConfusionMatrix;
 use serde_json::{json, Value};
 
 /// Targets of every case, `n_cases × names.len()`.
@@ -96,13 +95,8 @@ impl Evaluation {
     }
 }
 
-/// The model's outputs, criterion and confusion matrix on `inputs` (as the first RBM sees
-/// them) against `targets`.
-pub fn evaluate(backend: &dyn Backend, model: &SavedDbn, inputs: &[f32], targets: &[f32]) -> Evaluation {
-    evaluate_layers(backend, &model.dbn, model.supervised.as_ref().expect("a supervised model"), inputs, targets)
-}
-
-/// `evaluate` for a DBN and the supervised layers on top of it, held apart.
+/// The outputs, criterion and confusion matrix of a DBN and the supervised layers on top of
+/// it on `inputs` (as the first RBM sees them) against `targets`.
 pub fn evaluate_layers(backend: &dyn Backend, dbn: &Dbn, saved: &SavedSupervised, inputs: &[f32], targets: &[f32]) -> Evaluation {
     let net = complete_network(dbn, &saved.network);
     let outputs = net.predict(backend, inputs);

@@ -11,12 +11,14 @@
 //! - `anneal` + `least_squares`: starting weights by simulated annealing, with SVD output
 //!   weights for linear outputs;
 //! - `evaluation`: one-hot targets from labels, and a model's criterion and confusion
-//!   matrix on a data set (shared by the CLI and the page);
+//!   matrix (`confusion`) on a data set (shared by the CLI and the page);
 //! - `pipeline`: features from the DBN, the supervised stage, then optional fine-tuning of
-//!   the RBM weights together with the supervised layers.
+//!   the RBM weights together with the supervised layers;
+//! - `trained`: the supervised layers as trained, as the model file saves them.
 
 pub mod anneal;
 pub mod config;
+pub mod confusion;
 pub mod conjugate_gradient;
 pub mod criterion;
 pub mod dropout;
@@ -27,11 +29,13 @@ pub mod line_search;
 pub mod network;
 pub mod optimise;
 pub mod pipeline;
+pub mod trained;
 
 pub use config::{Optimizer, SupervisedConfig};
 pub use criterion::Cases;
 pub use network::{Layer, Network, OutputKind};
 pub use pipeline::{complete_network, train_supervised, SupervisedOutcome, Stage};
+pub use trained::{SavedSupervised, TargetSource};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SupervisedError {

@@ -5,10 +5,9 @@
 use super::training::on_cpu_threads;
 use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
-use crate::model::supervised_format::SavedSupervised;
-use crate::report::classification::predictions;
+use crate::supervised::confusion::predictions;
 use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for, training_targets, Evaluation};
-use crate::supervised::{train_supervised, Stage, SupervisedOutcome};
+use crate::supervised::{train_supervised, SavedSupervised, Stage, SupervisedOutcome};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 

@@ -5,7 +5,7 @@
 use super::{image_to_js, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::data::Dataset;
-use crate::model::format::SavedDbn;
+use crate::format::SavedDbn;
 use crate::report::histogram;
 use crate::report::image_grid::{self, Scaling};
 use crate::sample::GenerativeChains;

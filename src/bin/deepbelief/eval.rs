@@ -19,7 +19,7 @@ use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
 use deepbelief::gpu::{GpuContext, GpuError};
 use deepbelief::data::{CaseValues, Dataset};
 use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, mean_free_energy, reconstruction_errors, AisConfig, AisSchedule};
-use deepbelief::model::format::{read_model, SavedDbn};
+use deepbelief::format::{read_model, SavedDbn};
 use deepbelief::model::VisibleUnits;
 use deepbelief::train::greedy::propagate_dataset;
 use serde_json::{json, Value};

@@ -2,7 +2,7 @@
 
 use crate::output::Output;
 use clap::Args;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use deepbelief::report::npz::write_npz;
 use serde_json::json;
 use std::path::PathBuf;

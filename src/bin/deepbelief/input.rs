@@ -3,8 +3,8 @@
 //! the database scaling and the standardisation; evaluation and sampling reapply the ones
 //! saved in the model.
 
-use deepbelief::data::{self, Dataset, FileKind, Preprocessing, Scaling};
-use deepbelief::model::format::{SavedDbn, Standardisation};
+use deepbelief::data::{self, Dataset, FileKind, Preprocessing, Scaling, Standardisation};
+use deepbelief::format::SavedDbn;
 use deepbelief::model::VisibleUnits;
 use std::io::Read;
 use std::path::{Path, PathBuf};

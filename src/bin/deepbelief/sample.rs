@@ -6,7 +6,7 @@ use crate::output::Output;
 use clap::{Args, ValueEnum};
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::gpu::chains::GpuChains;
-use deepbelief::model::format::read_model;
+use deepbelief::format::read_model;
 use deepbelief::report::image_grid::{tile_grey, Scaling};
 use deepbelief::report::png::write_grey_png;
 use deepbelief::sample::GenerativeChains;

@@ -7,12 +7,11 @@ use crate::output::Output;
 use crate::supervised_data::{dataset_inputs, evaluate, targets_for, Evaluation, TargetSet};
 use crate::train_settings::TrainSettings;
 use deepbelief::backend::Backend;
-use deepbelief::model::format::SavedDbn;
-use deepbelief::model::supervised_format::{SavedSupervised, TargetSource};
+use deepbelief::format::SavedDbn;
 use deepbelief::report::deep_log_supervised::{analyze_tables, AnalyzeTables, SupervisedLog};
 use deepbelief::report::training_log::{output_name, supervised_log};
 use deepbelief::supervised::optimise::OptimiseReport;
-use deepbelief::supervised::{train_supervised, Stage, SupervisedOutcome};
+use deepbelief::supervised::{train_supervised, SavedSupervised, Stage, SupervisedOutcome, TargetSource};
 use deepbelief::train::greedy::propagate_dataset;
 
 /// Cases for the Analyze tables and the fine-tuned reconstruction errors.

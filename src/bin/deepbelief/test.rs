@@ -10,10 +10,11 @@ use crate::supervised_stage::error_text;
 use crate::train::write_activations;
 use clap::Args;
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::model::format::{read_model, SavedDbn};
-use deepbelief::model::supervised_format::TargetSource;
+use deepbelief::format::{read_model, SavedDbn};
 use deepbelief::report::atomic::AtomicFile;
-use deepbelief::report::classification::{predictions, write_predictions, ActivationSelection, Section};
+use deepbelief::report::classification::{write_predictions, ActivationSelection, Section};
+use deepbelief::supervised::confusion::predictions;
+use deepbelief::supervised::TargetSource;
 use serde_json::json;
 use std::path::PathBuf;
 

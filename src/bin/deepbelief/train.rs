@@ -16,7 +16,7 @@ use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
 use deepbelief::data::Dataset;
-use deepbelief::model::format::{self, SavedDbn};
+use deepbelief::format::{self, SavedDbn};
 use deepbelief::report::deep_log::{stop_description, DataSummary};
 use deepbelief::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use deepbelief::report::image_grid::{self, Scaling};

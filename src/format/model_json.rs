@@ -7,10 +7,11 @@
 //! and the field instead of a model full of garbage. Version 1 files (`deepbelief-rbm`, one
 //! RBM) are read and converted to a one-layer DBN.
 
-use super::supervised_format::{self, SavedSupervised};
-use super::{Dbn, Rbm, VisibleUnits};
+use super::supervised as supervised_section;
 use crate::data::error::{quote, sanitise, FOREIGN_MESSAGE_CHARS, QUOTED_CHARS};
-use crate::data::{CaseValues, Dataset, Preprocessing};
+use crate::data::{Preprocessing, Standardisation};
+use crate::model::{Dbn, Rbm, VisibleUnits};
+use crate::supervised::SavedSupervised;
 use crate::train::{StackConfig, StopReason};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -40,14 +41,6 @@ pub struct SavedDbn {
     /// Supervised layers on top of the DBN (absent in purely unsupervised models and in
     /// files written before they existed).
     pub supervised: Option<SavedSupervised>,
-}
-
-/// Per-input standardisation `z = (x − mean) / sd`; an input with `sd == 0` was constant in
-/// the training data and always maps to 0.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Standardisation {
-    pub mean: Vec<f32>,
-    pub sd: Vec<f32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -87,78 +80,6 @@ fn stop_reasons() -> [StopReason; 4] {
 
 pub fn stop_reason_name(reason: StopReason) -> String {
     serde_json::to_value(reason).ok().and_then(|v| v.as_str().map(str::to_string)).expect("stop reasons serialise as strings")
-}
-
-impl Standardisation {
-    /// Mean and population standard deviation of each input over all cases, by Welford's
-    /// running update in f64: the sum-of-squares formula `E[x²] − E[x]²` cancels badly
-    /// when the mean is large next to the spread.
-    pub fn fit(data: &Dataset) -> Standardisation {
-        let n = data.n_inputs;
-        let (mut mean, mut squares) = (vec![0.0f64; n], vec![0.0f64; n]);
-        let mut case = vec![0.0f32; n];
-        for k in 0..data.n_cases {
-            data.case_into(k, &mut case);
-            let count = (k + 1) as f64;
-            for ((m, q), &x) in mean.iter_mut().zip(&mut squares).zip(&case) {
-                let x = f64::from(x);
-                let before = x - *m;
-                *m += before / count;
-                *q += before * (x - *m);
-            }
-        }
-        let cases = data.n_cases.max(1) as f64;
-        let sd = squares
-            .iter()
-            .map(|q| {
-                let variance = (q / cases).max(0.0);
-                // Rounding leaves a constant input a tiny variance; treat it as constant.
-                if variance < 1e-12 {
-                    0.0
-                } else {
-                    variance.sqrt() as f32
-                }
-            })
-            .collect();
-        Standardisation { mean: mean.into_iter().map(|m| m as f32).collect(), sd }
-    }
-
-    /// The data standardised (as floats), keeping labels and names.
-    pub fn apply(&self, data: &Dataset) -> Dataset {
-        assert_eq!(data.n_inputs, self.mean.len(), "standardisation and data disagree on the number of inputs");
-        let mut values = vec![0.0f32; data.n_cases * data.n_inputs];
-        let mut case = vec![0.0f32; data.n_inputs];
-        for (k, row) in values.chunks_exact_mut(data.n_inputs).enumerate() {
-            data.case_into(k, &mut case);
-            self.standardise_in_place(&mut case);
-            row.copy_from_slice(&case);
-        }
-        Dataset {
-            name: data.name.clone(),
-            n_cases: data.n_cases,
-            n_inputs: data.n_inputs,
-            image_shape: data.image_shape,
-            values: CaseValues::Floats(values),
-            labels: data.labels.clone(),
-            input_names: data.input_names.clone(),
-            targets: data.targets.clone(),
-        }
-    }
-
-    pub fn standardise_in_place(&self, case: &mut [f32]) {
-        for ((x, m), s) in case.iter_mut().zip(&self.mean).zip(&self.sd) {
-            *x = if *s > 0.0 { (*x - m) / s } else { 0.0 };
-        }
-    }
-
-    /// Back to the input scale: `x = mean + sd·z`, row after row.
-    pub fn restore_in_place(&self, values: &mut [f32]) {
-        for row in values.chunks_exact_mut(self.mean.len()) {
-            for ((x, m), s) in row.iter_mut().zip(&self.mean).zip(&self.sd) {
-                *x = m + s * *x;
-            }
-        }
-    }
 }
 
 // ---------------------------------------------------------------- writing
@@ -210,7 +131,7 @@ pub fn to_json(model: &SavedDbn) -> String {
     fields.push(("training", if training.is_empty() { "[]".into() } else { format!("[\n{}\n  ]", training.join(",\n")) }));
     if let Some(supervised) = &model.supervised {
         let figures = SavedSupervised { train_criterion: readable_f64(supervised.train_criterion), train_error: supervised.train_error.map(readable_f64), ..supervised.clone() };
-        fields.push(("supervised", compact(&supervised_format::to_value(&figures))));
+        fields.push(("supervised", compact(&supervised_section::to_value(&figures))));
     }
     let body: Vec<String> = fields.iter().map(|(name, value)| format!("  \"{name}\": {value}")).collect();
     format!("{{\n{}\n}}\n", body.join(",\n"))
@@ -400,7 +321,7 @@ impl FieldReader<'_> {
         let top_size = layers.last().map_or(0, |l: &Rbm| l.n_hidden);
         let supervised = match self.top.remove("supervised").unwrap_or(Value::Null) {
             Value::Null => None,
-            value => Some(supervised_format::from_value(value, top_size).map_err(fail)?),
+            value => Some(supervised_section::from_value(value, top_size).map_err(fail)?),
         };
         Ok(SavedDbn { image_shape, visible_means, standardisation, preprocessing, config, dbn: Dbn { layers }, training, supervised })
     }

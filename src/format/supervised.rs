@@ -3,37 +3,10 @@
 //! and how training went. Read field by field like the rest of the file, so a damaged
 //! section gets an error naming the field.
 
+use super::model_json::foreign;
 use crate::data::error::{is_plain, quote, sanitise, QUOTED_CHARS};
-use crate::supervised::{Layer, Network, OutputKind, SupervisedConfig};
-use serde::{Deserialize, Serialize};
+use crate::supervised::{Layer, Network, OutputKind, SavedSupervised, SupervisedConfig, TargetSource};
 use serde_json::{json, Value};
-
-/// Where the training targets came from, so `test` can build them the same way.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetSource {
-    /// IDX labels, one-hot over `target_names` (the classes "0", "1", …).
-    Labels,
-    /// Database columns named `target_names`, taken as they are.
-    Database,
-}
-
-/// The supervised part of a model.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SavedSupervised {
-    /// The layers on top of the DBN's top RBM: logistic hidden layers, then the outputs.
-    pub network: Network,
-    pub config: SupervisedConfig,
-    /// The RBM layers were tuned by backprop together with these layers.
-    pub fine_tuned: bool,
-    pub target_source: TargetSource,
-    /// One name per output: the class names or the database target variables.
-    pub target_names: Vec<String>,
-    /// Criterion (without penalty) and misclassification fraction on the training data at
-    /// the end of training; no fraction for a single output (regression).
-    pub train_criterion: f64,
-    pub train_error: Option<f64>,
-}
 
 pub fn to_value(s: &SavedSupervised) -> Value {
     json!({
@@ -58,7 +31,7 @@ pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, Stri
     let mut take = |name: &str| map.remove(name).ok_or_else(|| format!("field `{path}.{name}` is missing"));
     let output: OutputKind = serde_json::from_value(take("output")?).map_err(|_| format!("field `{path}.output` is not \"linear\" or \"soft_max\""))?;
     let layers_value = take("layers")?;
-    let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {}", super::format::foreign(e)))?;
+    let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {}", foreign(e)))?;
     let fine_tuned = take("fine_tuned")?.as_bool().ok_or_else(|| format!("field `{path}.fine_tuned` is not a boolean"))?;
     let target_source: TargetSource =
         serde_json::from_value(take("target_source")?).map_err(|_| format!("field `{path}.target_source` is not \"labels\" or \"database\""))?;
