@@ -123,3 +123,15 @@ fn the_deep_preset_is_masters_settings_and_the_default_differs_only_where_measur
     assert_eq!((default.batch_size, default.cd_k_end), (Some(100), 10));
     assert_eq!(deepbelief::train::StackConfig::deep().top_cd_k_end, 0);
 }
+
+/// The one even spread of measured cases (evaluation, monitors, reports, the annealing
+/// sample): every part of class-ordered data, all cases when fewer, nothing from nothing.
+#[test]
+fn spread_cases_pick_evenly_and_nothing_from_nothing() {
+    use deepbelief::data::split::spread_cases;
+    assert_eq!(spread_cases(10, 4), vec![0, 2, 5, 7]);
+    assert_eq!(spread_cases(3, 10), vec![0, 1, 2]);
+    assert_eq!(spread_cases(1000, 1), vec![0]);
+    assert_eq!(spread_cases(0, 5), Vec::<usize>::new());
+    assert_eq!(spread_cases(5, 0), Vec::<usize>::new());
+}

@@ -1,5 +1,7 @@
-//! Held-out cases: chosen at random from a seed, stratified by class where there are classes.
-//! The page's held-out split and the supervised stages' validation share both come from here.
+//! Choosing cases. Held-out cases: chosen at random from a seed, stratified by class where
+//! there are classes; the page's held-out split and the supervised stages' validation share
+//! both come from here. Measured cases: an even spread through the data, the one choice of
+//! every evaluation, monitor and report on the CPU and on the GPU.
 
 use crate::model::Rbm;
 use rand::seq::index::sample;
@@ -28,6 +30,14 @@ pub fn held_out_cases(n_cases: usize, classes: Option<(&[u32], usize)>, fraction
     };
     held_out.sort_unstable();
     held_out
+}
+
+/// At most `max_cases` case indices spread evenly through `0..n_cases` (all cases when fewer;
+/// none when `n_cases` or `max_cases` is 0), so a quick measurement sees every part of a data
+/// set that is ordered by class.
+pub fn spread_cases(n_cases: usize, max_cases: usize) -> Vec<usize> {
+    let n = n_cases.min(max_cases);
+    (0..n).map(|k| k * n_cases / n).collect()
 }
 
 /// The cases of `0..n_cases` not in `held_out` (ascending), ascending.

@@ -6,8 +6,9 @@
 //! Differences of free energies are log probability ratios, which is why the pseudo-likelihood
 //! and AIS are built on them; `F` itself plus `log Z` is a log-likelihood.
 
-use super::{for_each_batch, spread_cases};
+use super::for_each_batch;
 use crate::backend::{Activation, Backend};
+use crate::data::split::spread_cases;
 use crate::data::Dataset;
 use crate::model::{Rbm, VisibleUnits};
 

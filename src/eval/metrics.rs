@@ -3,8 +3,9 @@
 //! Each takes at most `max_cases` cases spread evenly through the data.
 
 use super::free_energy::{free_energy, softplus};
-use super::{for_each_batch, spread_cases, EvalError};
+use super::{for_each_batch, EvalError};
 use crate::backend::{Activation, Backend};
+use crate::data::split::spread_cases;
 use crate::data::Dataset;
 use crate::model::{Rbm, VisibleUnits};
 use rand::{Rng, SeedableRng};

@@ -53,13 +53,6 @@ impl std::error::Error for EvalError {}
 /// the hidden activations of a 2000-unit layer stay a few MB.
 pub(crate) const BATCH_CASES: usize = 256;
 
-/// At most `max_cases` case indices spread evenly through the data (all cases when fewer),
-/// so a quick evaluation sees every part of a data set that is ordered by class.
-pub(crate) fn spread_cases(n_cases: usize, max_cases: usize) -> Vec<usize> {
-    let n = n_cases.min(max_cases);
-    (0..n).map(|k| k * n_cases / n).collect()
-}
-
 /// Calls `visit(visible)` for the given cases, `BATCH_CASES` at a time, with the cases'
 /// values one row per case.
 pub(crate) fn for_each_batch(data: &Dataset, cases: &[usize], mut visit: impl FnMut(&[f32])) {

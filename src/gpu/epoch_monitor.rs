@@ -20,8 +20,9 @@ use super::gemm::{GemmCall, GemmOp};
 use super::reduce::{self, Dispatch, Step, Target};
 use super::{read_ranges, GpuContext, GpuError};
 use crate::backend::Activation;
+use crate::data::split::spread_cases;
 use crate::eval::metrics::FLAT_UNIT_DEVIATION;
-use crate::eval::{spread_cases, UnitStats};
+use crate::eval::UnitStats;
 use crate::model::VisibleUnits;
 use crate::train::monitor::EpochMetrics;
 use rand::{Rng, SeedableRng};
@@ -94,8 +95,8 @@ pub struct MonitorPlan {
 
 impl MonitorPlan {
     /// Prepares the monitor of `rbm` on at most `max_cases` cases of `train` and of `held_out`,
-    /// spread as `eval::spread_cases` spreads them. The buffers of `rbm` and the data are bound
-    /// as they are: write new weights into them, not new buffers.
+    /// spread as `data::split::spread_cases` spreads them. The buffers of `rbm` and the data are
+    /// bound as they are: write new weights into them, not new buffers.
     pub fn new(ctx: &GpuContext, kernels: &EvalKernels, rbm: GpuRbm, train: GpuDataset, held_out: Option<GpuDataset>, max_cases: usize) -> Result<Self, GpuError> {
         let (nv, nh) = super::evaluate::check_shapes(ctx, &rbm, &train)?;
         if let Some(held_out) = &held_out {

@@ -10,12 +10,13 @@
 //! let text = deep_log.render_with_supervised(Some(&supervised));
 //! ```
 
-use crate::supervised::confusion::ConfusionMatrix;
 use super::deep_log::{entry, units_name, DeepLog};
 use crate::backend::Backend;
+use crate::data::split::spread_cases;
 use crate::data::Dataset;
-use crate::eval::{for_each_batch, spread_cases};
+use crate::eval::for_each_batch;
 use crate::model::Dbn;
+use crate::supervised::confusion::ConfusionMatrix;
 use std::fmt::Write;
 
 /// Output-layer targets per block of the weights table: 8 columns of 11 characters.

@@ -2,8 +2,9 @@
 //! units are on the data (mass near 0 and 1) or how undecided (mass near 0.5).
 
 use crate::backend::{Activation, Backend};
+use crate::data::split::spread_cases;
 use crate::data::Dataset;
-use crate::eval::{for_each_batch, spread_cases};
+use crate::eval::for_each_batch;
 use crate::model::Dbn;
 use serde::Serialize;
 

@@ -7,6 +7,7 @@ use super::classification::{write_activations, ActivationSelection, Section};
 use super::deep_log::{setting_entries, DataSummary, DeepLog, LayerLog, UnitActivity};
 use super::deep_log_supervised::SupervisedLog;
 use crate::backend::Backend;
+use crate::data::split::spread_cases;
 use crate::data::{Dataset, Preprocessing};
 use crate::eval::hidden_unit_statistics;
 use crate::format::LayerTraining;
@@ -53,11 +54,6 @@ pub fn unit_activity(backend: &dyn Backend, rbm: &Rbm, measured: &Dataset) -> Ve
         .into_iter()
         .map(|s| UnitActivity { q_mean: s.mean_activation, q_sd: s.standard_deviation, skewness: s.skewness })
         .collect()
-}
-
-/// At most `max` case indices spread evenly through `n` cases.
-pub fn spread_cases(n: usize, max: usize) -> Vec<usize> {
-    crate::eval::spread_cases(n, max)
 }
 
 /// The trained layers' figures measured after the fact (the page measures when a report is

@@ -18,6 +18,7 @@ use super::network::{Layer, Network};
 use super::optimise::{optimise, Method, OptimiseReport};
 use super::SupervisedError;
 use crate::backend::Backend;
+use crate::data::split::spread_cases;
 use crate::model::Dbn;
 use serde::Serialize;
 
@@ -158,7 +159,7 @@ pub fn train_supervised(
     let held_out = held_features.as_ref().map(|(f, t)| HeldOut { cases: Cases { inputs: f, targets: t, n_inputs: n_features, n_outputs }, patience });
 
     let anneal_report = if config.anneal_iterations > 0 {
-        let picked = spread(feature_cases.n_cases(), config.anneal_cases);
+        let picked = spread_cases(feature_cases.n_cases(), config.anneal_cases);
         let (sub_inputs, sub_targets) = gather(&feature_cases, &picked);
         let sub = Cases { inputs: &sub_inputs, targets: &sub_targets, ..feature_cases };
         random_start(backend, &mut net, sub, config.allow_svd, config.seed);
@@ -186,10 +187,4 @@ pub fn train_supervised(
         None
     };
     Ok((net, SupervisedOutcome { anneal: anneal_report, supervised, fine_tune }))
-}
-
-/// At most `max` case indices spread evenly through `n`.
-pub fn spread(n: usize, max: usize) -> Vec<usize> {
-    let take = n.min(max).max(1);
-    (0..take).map(|k| k * n / take).collect()
 }

@@ -10,13 +10,14 @@
 //!   log-likelihood it implies. For a stack this is the first RBM's, not the DBN's, bound.
 
 use crate::backend_choice::BackendChoice;
-use crate::input::{load_model_input, spread_cases};
+use crate::input::load_model_input;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::Backend;
 use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
 use deepbelief::gpu::{GpuContext, GpuError};
+use deepbelief::data::split::spread_cases;
 use deepbelief::data::{CaseValues, Dataset};
 use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, mean_free_energy, reconstruction_errors, AisConfig, AisSchedule};
 use deepbelief::format::{read_model, SavedDbn};

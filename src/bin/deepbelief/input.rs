@@ -118,10 +118,3 @@ pub fn load_model_data(path: &Path, labels: Option<&Path>, targets: &[String], m
         None => dataset,
     })
 }
-
-/// At most `max` case indices spread evenly through `n` cases, so a sample of a data set
-/// ordered by class still sees every class.
-pub fn spread_cases(n: usize, max: usize) -> Vec<usize> {
-    let take = n.min(max);
-    (0..take).map(|k| k * n / take).collect()
-}

@@ -92,7 +92,7 @@ pub fn error_text(evaluation: &Evaluation) -> String {
 
 /// Each tuned RBM's reconstruction error on the data as the tuned layers below deliver it.
 fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &TrainingData) -> Vec<f64> {
-    let mut measured = data.dataset.subset(&crate::input::spread_cases(data.dataset.n_cases, MEASURED_CASES));
+    let mut measured = data.dataset.subset(&deepbelief::data::split::spread_cases(data.dataset.n_cases, MEASURED_CASES));
     let mut errors = Vec::new();
     for (k, rbm) in model.dbn.layers.iter().enumerate() {
         errors.push(rbm.reconstruction_error(backend, &measured, usize::MAX));

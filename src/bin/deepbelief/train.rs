@@ -1,7 +1,7 @@
 //! `deepbelief train`: greedy layer-wise training, then (with labels or targets) the
 //! supervised layers and optional fine-tuning, then model.json, DEEP.LOG and filters.png.
 
-use crate::input::{load_training_data, spread_cases, TrainingData};
+use crate::input::{load_training_data, TrainingData};
 use crate::output::Output;
 use crate::progress::Progress;
 use crate::memory_limit::check_memory;
@@ -15,6 +15,7 @@ use deepbelief::gpu::trainer::layer::{self as gpu_layer, LayerEvent};
 use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::blocking_backend::GpuBackend;
 use deepbelief::gpu::GpuContext;
+use deepbelief::data::split::spread_cases;
 use deepbelief::data::Dataset;
 use deepbelief::format::{self, SavedDbn};
 use deepbelief::report::deep_log::{stop_description, DataSummary};

@@ -12,8 +12,8 @@
 //! and one read-back; the figures measured are in `gpu::epoch_monitor`'s docs.
 
 use super::GpuCdTrainer;
+use crate::data::split::spread_cases;
 use crate::data::Dataset;
-use crate::eval::spread_cases;
 use crate::gpu::epoch_monitor::MonitorPlan;
 use crate::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
 use crate::gpu::GpuError;
