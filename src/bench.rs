@@ -408,10 +408,20 @@ pub async fn profile_shape(ctx: &GpuContext, data: &Dataset, n_hidden: usize, ba
     Ok(ShapeProfile { n_visible: data.n_inputs, n_hidden, batch_size, profile })
 }
 
-/// GFLOP/s of the four kernel shapes of a CD batch `rows × n_visible × n_hidden`.
-pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hidden: u32) -> Result<Vec<GemmRow>, GpuError> {
-    let flops = 2.0 * rows as f64 * n_visible as f64 * n_hidden as f64;
-    let repeats = ((2e11 / flops) as u32).clamp(20, 2000);
+/// How long each GEMM shape is timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmBudget {
+    /// About 2e11 FLOP per shape (20 to 2,000 products): a fraction of a second on a GPU.
+    Work,
+    /// At least ~1 s of products (the web clock has millisecond steps), sized by a first short
+    /// run. The fixed work takes 40+ minutes on SwiftShader, whose tiled kernels ran at
+    /// 0.01-0.1 GFLOP/s on a 2-core machine; a budget of wall time fits both.
+    WallTime,
+}
+
+/// GFLOP/s of the four kernel shapes of a CD batch `rows × n_visible × n_hidden`, and how many
+/// products each timed.
+pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hidden: u32, budget: GemmBudget) -> Result<Vec<(GemmRow, u32)>, GpuError> {
     let mut rows_out = Vec::new();
     for (role, variant, (m, k, n)) in [
         ("data → hidden (u8 gather)", GemmVariant::U8GatherNn, (rows, n_visible, n_hidden)),
@@ -419,10 +429,39 @@ pub async fn bench_gemm_shapes(ctx: &GpuContext, rows: u32, n_visible: u32, n_hi
         ("hidden → visible", GemmVariant::Nt, (rows, n_hidden, n_visible)),
         ("gradient vᵀh", GemmVariant::Tn, (n_visible, rows, n_hidden)),
     ] {
-        let gflops = gemm_gflops(ctx, m, k, n, variant, repeats).await?;
-        rows_out.push(GemmRow { role: role.into(), variant: format!("{variant:?}"), m, k, n, gflops });
+        let (gflops, repeats) = timed_gemm(ctx, m, k, n, variant, budget).await?;
+        rows_out.push((GemmRow { role: role.into(), variant: format!("{variant:?}"), m, k, n, gflops }, repeats));
     }
     Ok(rows_out)
+}
+
+async fn timed_gemm(ctx: &GpuContext, m: u32, k: u32, n: u32, variant: GemmVariant, budget: GemmBudget) -> Result<(f64, u32), GpuError> {
+    let flops = 2.0 * m as f64 * k as f64 * n as f64;
+    if budget == GemmBudget::Work {
+        let repeats = ((2e11 / flops) as u32).clamp(20, 2000);
+        return Ok((gemm_gflops(ctx, m, k, n, variant, repeats).await?, repeats));
+    }
+    const ENOUGH_S: f64 = 1.0;
+    const MAX_REPEATS: u32 = 2000;
+    let mut count = ((5e7 / flops) as u32).clamp(1, MAX_REPEATS);
+    loop {
+        let gflops = gemm_gflops(ctx, m, k, n, variant, count).await?;
+        let seconds = flops * count as f64 / (gflops * 1e9);
+        // A run that already lasts long enough is the answer, which on SwiftShader is usually the first.
+        if seconds >= ENOUGH_S || count == MAX_REPEATS {
+            return Ok((gflops, count));
+        }
+        let scale = (1.2 * ENOUGH_S / seconds.max(1e-3)).ceil();
+        count = (count as f64 * scale).min(MAX_REPEATS as f64) as u32;
+    }
+}
+
+/// The products `--gemm-sweep` times: a CD batch's (`batch × n_visible × n_hidden`) and the
+/// largest Raina shape's.
+pub fn sweep_shapes(batch: u32, n_visible: u32, n_hidden: u32) -> Vec<(GemmVariant, u32, u32, u32)> {
+    use GemmVariant::{Nn, Nt, Tn};
+    let (b, v, h) = (batch, n_visible, n_hidden);
+    vec![(Nn, b, v, h), (Nt, b, h, v), (Tn, v, b, h), (Tn, v, 2 * b, h), (Nn, 192, 4096, 11008), (Nt, 192, 11008, 4096), (Tn, 4096, 192, 11008), (Tn, 4096, 384, 11008)]
 }
 
 /// The GPU benchmark: CD-1 epochs of an `n_visible × n_hidden` RBM over `data` (batches of
@@ -432,9 +471,21 @@ pub async fn bench_gpu(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_
     bench_gpu_profiled(ctx, data, n_hidden, batch_size, repeats, raina, raina_batches, false).await
 }
 
+/// The page's GPU benchmark (`www/bench.html`): [`bench_gpu`] without the Raina shapes (hours
+/// on a software adapter) and with the GEMMs timed by wall time; also how many products each
+/// GEMM row timed.
+pub async fn bench_gpu_web(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize) -> Result<(GpuBenchReport, Vec<u32>), GpuError> {
+    bench_gpu_with(ctx, data, n_hidden, batch_size, repeats, false, 0, false, GemmBudget::WallTime).await
+}
+
 /// [`bench_gpu`], plus per-dispatch profiles of each shape when `profile` is set.
 #[allow(clippy::too_many_arguments)]
 pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize, profile: bool) -> Result<GpuBenchReport, GpuError> {
+    Ok(bench_gpu_with(ctx, data, n_hidden, batch_size, repeats, raina, raina_batches, profile, GemmBudget::Work).await?.0)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn bench_gpu_with(ctx: &GpuContext, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize, profile: bool, budget: GemmBudget) -> Result<(GpuBenchReport, Vec<u32>), GpuError> {
     let runs = time_epochs(ctx, data, n_hidden, batch_size, 0.1, repeats, 0.0).await?;
     let gpu_epoch_s = median(&runs);
     let mnist = GpuEpochBench {
@@ -446,7 +497,7 @@ pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usiz
         n_hidden,
         batch_size,
     };
-    let mut gemm = bench_gemm_shapes(ctx, batch_size as u32, data.n_inputs as u32, n_hidden as u32).await?;
+    let (mut gemm, gemm_repeats): (Vec<GemmRow>, Vec<u32>) = bench_gemm_shapes(ctx, batch_size as u32, data.n_inputs as u32, n_hidden as u32, budget).await?.into_iter().unzip();
     let mut profiles = Vec::new();
     if profile {
         profiles.push(profile_shape(ctx, data, n_hidden, batch_size).await?);
@@ -455,7 +506,7 @@ pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usiz
     if raina {
         for (nv, nh) in RAINA_SHAPES {
             rows.push(bench_gpu_shape(ctx, nv, nh, RAINA_BATCH, raina_batches).await?);
-            gemm.extend(bench_gemm_shapes(ctx, RAINA_BATCH as u32, nv as u32, nh as u32).await?);
+            gemm.extend(bench_gemm_shapes(ctx, RAINA_BATCH as u32, nv as u32, nh as u32, budget).await?.into_iter().map(|(row, _)| row));
             if profile {
                 profiles.push(profile_shape(ctx, &random_binary_cases(nv, 100 * RAINA_BATCH, 43), nh, RAINA_BATCH).await?);
             }
@@ -464,7 +515,7 @@ pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usiz
         let gflops = gemm_gflops(ctx, 8192, 8192, 8192, GemmVariant::Nn, 20).await?;
         gemm.push(GemmRow { role: "square reference 8192³".into(), variant: "Nn".into(), m: 8192, k: 8192, n: 8192, gflops });
     }
-    Ok(GpuBenchReport {
+    let report = GpuBenchReport {
         gpu_epoch_s,
         mnist,
         data: data.name.clone(),
@@ -474,5 +525,6 @@ pub async fn bench_gpu_profiled(ctx: &GpuContext, data: &Dataset, n_hidden: usiz
         adapter: ctx.summary(),
         backend: format!("GPU (wgpu: {})", ctx.adapter_info.name),
         target: if cfg!(target_arch = "wasm32") { "wasm32" } else { "native" }.to_string(),
-    })
+    };
+    Ok((report, gemm_repeats))
 }

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod bench;
 pub mod clock;
 pub mod data;
+pub mod engine;
 pub mod eval;
 pub mod format;
 pub mod gpu;

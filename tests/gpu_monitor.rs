@@ -14,7 +14,8 @@ mod cli_common;
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::{load_idx_dataset, Dataset};
-use deepbelief::gpu::trainer::layer::{train_layer, LayerEvent};
+use deepbelief::engine::layer::{train_layer, LayerEvent, LayerTrainer};
+use deepbelief::engine::Engine;
 use deepbelief::gpu::trainer::GpuCdTrainer;
 use deepbelief::gpu::GpuContext;
 use deepbelief::model::Rbm;
@@ -106,15 +107,17 @@ fn cpu_reference(greedy: &GreedyTrainer, rbm: &Rbm, data: &Dataset, held_out: &D
 }
 
 /// Runs `train_layer` on the current layer; `after_event` sees each event and the device.
+/// Returns the events and the device while it has not failed (the next layer may use it).
 fn run_layer(greedy: &mut GreedyTrainer, data: &Dataset, mut after_event: impl FnMut(&LayerEvent, &GpuContext)) -> (Vec<LayerEvent>, Option<GpuContext>) {
     let ctx = context();
-    let gpu = GpuCdTrainer::from_cpu(ctx.clone(), greedy.current_trainer().unwrap(), greedy.layer_data(data)).unwrap();
+    let layer = LayerTrainer::on_device(&Engine::Gpu(ctx.clone()), greedy, data).unwrap();
     let mut events = Vec::new();
-    let kept = pollster::block_on(train_layer(gpu, greedy, data, |event| {
+    pollster::block_on(train_layer(layer, greedy, data, |event| {
         after_event(&event, &ctx);
         events.push(event);
     }))
     .unwrap();
+    let kept = ctx.failure().is_none().then_some(ctx);
     (events, kept)
 }
 

@@ -6,7 +6,7 @@
 //! repeated 6 times, so an epoch has the full MNIST training set's shape); the Raina shapes
 //! train on random binary bytes (see `deepbelief::bench::random_binary_cases`).
 
-use crate::backend_choice::BackendChoice;
+use crate::backend_choice::{self, BackendChoice};
 use crate::output::Output;
 use clap::Args;
 use deepbelief::data::load_idx_dataset;
@@ -53,7 +53,7 @@ pub struct BenchArgs {
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    let gpu = args.backend.gpu_context()?;
+    let engine = backend_choice::engine(args.backend)?;
     let data = load_idx_dataset(&args.images, None).map_err(|e| e.to_string())?;
     if args.hidden == 0 || args.hidden > deepbelief::train::config::MAX_HIDDEN {
         return Err(format!("--hidden is {}, expected 1 to {} units", args.hidden, deepbelief::train::config::MAX_HIDDEN));
@@ -64,15 +64,13 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if args.repeats == 0 {
         return Err("--repeats is 0, expected at least 1 timed epoch".into());
     }
-    if let Some(ctx) = gpu {
+    if engine.is_gpu() {
         if args.cases == 0 {
             return Err("--cases is 0, expected at least one case".into());
         }
         if args.gemm_sweep {
-            use deepbelief::gpu::gemm::GemmVariant::{Nn, Nt, Tn};
             let (b, v, h) = (args.batch_size as u32, data.n_inputs as u32, args.hidden as u32);
-            let shapes = [(Nn, b, v, h), (Nt, b, h, v), (Tn, v, b, h), (Tn, v, 2 * b, h), (Nn, 192, 4096, 11008), (Nt, 192, 11008, 4096), (Tn, 4096, 192, 11008), (Tn, 4096, 384, 11008)];
-            let rows = pollster::block_on(deepbelief::bench::gemm_sweep(&ctx, &shapes, &[1, 2, 3, 4, 6, 8, 12, 16])).map_err(|e| e.to_string())?;
+            let rows = pollster::block_on(engine.gemm_sweep(b, v, h, &[1, 2, 3, 4, 6, 8, 12, 16]))?;
             for shape in rows.chunk_by(|a, b| (&a.variant, a.m, a.k, a.n) == (&b.variant, b.m, b.k, b.n)) {
                 let mut sorted = shape.to_vec();
                 sorted.sort_by(|a, b| b.gflops.total_cmp(&a.gflops));
@@ -84,7 +82,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             return Ok(());
         }
         let tiled = deepbelief::bench::tile_cases(&data, args.cases);
-        let report = pollster::block_on(deepbelief::bench::bench_gpu_profiled(&ctx, &tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches, args.profile)).map_err(|e| e.to_string())?;
+        let report = pollster::block_on(engine.bench_gpu(&tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches, args.profile))?;
         let m = &report.mnist;
         output.text(&format!(
             "{} cases, {}×{} RBM, batches of {}: {:.4} s per epoch on the GPU (median of {}), {:.1} GFLOP/s; {}",

@@ -9,20 +9,16 @@
 //!   visible biases are the logits of the training data's means (saved in the model), and the
 //!   log-likelihood it implies. For a stack this is the first RBM's, not the DBN's, bound.
 
-use crate::backend_choice::BackendChoice;
+use crate::backend_choice::{self, BackendChoice};
 use crate::input::load_model_input;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::backend::Backend;
-use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
-use deepbelief::gpu::{GpuContext, GpuError};
+use deepbelief::engine::Engine;
 use deepbelief::data::split::spread_cases;
-use deepbelief::data::{CaseValues, Dataset};
-use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, mean_free_energy, reconstruction_errors, AisConfig, AisSchedule};
+use deepbelief::data::Dataset;
+use deepbelief::eval::{base_rate_visible_bias, AisConfig, AisSchedule};
 use deepbelief::format::{read_model, SavedDbn};
 use deepbelief::model::VisibleUnits;
-use deepbelief::train::greedy::propagate_dataset;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
@@ -70,19 +66,6 @@ pub enum ScheduleChoice {
     Paper,
 }
 
-/// The measures of one evaluation, however computed.
-struct Figures {
-    layer_errors: Vec<f64>,
-    top_free_energy: Option<f64>,
-    free_energy: f64,
-}
-
-/// Where the numbers are computed: the CPU `Backend`, or the device-resident GPU paths.
-enum Engine {
-    Cpu(CpuBackend),
-    Gpu(Box<GpuContext>),
-}
-
 pub fn run(args: EvalArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     if args.max_cases == Some(0) {
@@ -91,14 +74,8 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
     let model = read_model(&args.model).map_err(|e| e.to_string())?;
     let all = load_model_input(&args.images, &model, "--images")?;
     let data = all.subset(&spread_cases(all.n_cases, args.max_cases.unwrap_or(usize::MAX)));
-    let engine = match args.backend.gpu_context()? {
-        Some(ctx) => Engine::Gpu(Box::new(ctx)),
-        None => Engine::Cpu(CpuBackend),
-    };
-    let adapter = match &engine {
-        Engine::Gpu(ctx) => Some(ctx.summary()),
-        Engine::Cpu(_) => None,
-    };
+    let engine = backend_choice::engine(args.backend)?;
+    let adapter = engine.adapter();
     let layers = &model.dbn.layers;
     let first = &layers[0];
     output.text(&format!(
@@ -106,12 +83,9 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
         args.images.display(),
         data.n_cases,
         model.dbn.sizes(),
-        adapter.as_ref().map_or_else(|| CpuBackend.describe(), |a| format!("the GPU ({}, {})", a.name, a.backend))
+        engine.describe()
     ));
-    let figures = match &engine {
-        Engine::Cpu(backend) => cpu_figures(backend, &model, &data, args.binarize),
-        Engine::Gpu(ctx) => gpu_figures(ctx, &model, &data, args.binarize).map_err(|e| e.to_string())?,
-    };
+    let figures = pollster::block_on(engine.stack_figures(&model.dbn, &data, args.binarize))?;
     for (k, error) in figures.layer_errors.iter().enumerate() {
         output.text(&format!("layer {}: reconstruction error {error:.6} (mean field, per input)", k + 1));
     }
@@ -154,47 +128,6 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Per layer on the data propagated up to it, then the free energies.
-fn cpu_figures(backend: &dyn Backend, model: &SavedDbn, data: &Dataset, binarize: bool) -> Figures {
-    let layers = &model.dbn.layers;
-    let mut layer_errors = Vec::new();
-    let mut layer_input = data.clone();
-    for (k, rbm) in layers.iter().enumerate() {
-        layer_errors.push(reconstruction_errors(backend, rbm, &layer_input, usize::MAX).mean_squared_error);
-        if k + 1 < layers.len() {
-            layer_input = propagate_dataset(backend, rbm, &layer_input);
-        }
-    }
-    let top_free_energy = (layers.len() > 1).then(|| mean_free_energy(backend, layers.last().expect("layers"), &layer_input, usize::MAX));
-    let scored = if binarize { binarised(data) } else { data.clone() };
-    let free_energy = mean_free_energy(backend, &layers[0], &scored, usize::MAX);
-    Figures { layer_errors, top_free_energy, free_energy }
-}
-
-/// `cpu_figures` on the device: the data go up once; only the scalars come back.
-fn gpu_figures(ctx: &GpuContext, model: &SavedDbn, data: &Dataset, binarize: bool) -> Result<Figures, GpuError> {
-    let layers = &model.dbn.layers;
-    let kernels = EvalKernels::new(ctx);
-    let first_data = GpuDataset::upload(ctx, data)?;
-    let first = GpuRbm::upload(ctx, &layers[0]);
-    let mut layer_errors = Vec::new();
-    let mut propagated: Option<GpuDataset> = None;
-    let mut top = None;
-    for (k, rbm) in layers.iter().enumerate() {
-        let device_rbm = if k == 0 { None } else { Some(GpuRbm::upload(ctx, rbm)) };
-        let device_rbm = device_rbm.as_ref().unwrap_or(&first);
-        let input = propagated.as_ref().unwrap_or(&first_data);
-        layer_errors.push(pollster::block_on(kernels.reconstruction_errors(ctx, device_rbm, input, usize::MAX))?.mean_squared_error);
-        if k + 1 < layers.len() {
-            propagated = Some(kernels.propagate(ctx, device_rbm, input)?);
-        } else if k > 0 {
-            top = Some(pollster::block_on(kernels.mean_free_energy(ctx, device_rbm, input, usize::MAX, false))?);
-        }
-    }
-    let free_energy = pollster::block_on(kernels.mean_free_energy(ctx, &first, &first_data, usize::MAX, binarize))?;
-    Ok(Figures { layer_errors, top_free_energy: top, free_energy })
-}
-
 /// AIS for the first RBM; returns its figures as a JSON object.
 fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, engine: &Engine, free_energy: f64, output: Output) -> Result<Value, String> {
     let (rbm, n_layers) = (&model.dbn.layers[0], model.dbn.layers.len());
@@ -210,10 +143,7 @@ fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, engine: &Engine, f
     };
     let config = AisConfig { runs: args.ais_runs, betas: args.ais_betas, schedule, seed: args.seed };
     let base = base_rate_visible_bias(&means);
-    let estimate = match engine {
-        Engine::Cpu(backend) => ais_log_partition(backend, rbm, &base, &config).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?,
-        Engine::Gpu(ctx) => pollster::block_on(deepbelief::gpu::ais::ais_log_partition(ctx, rbm, &base, &config)).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?,
-    };
+    let estimate = pollster::block_on(engine.ais_log_partition(rbm, &base, &config)).map_err(|e| format!("--ais-runs/--ais-betas: {e}"))?;
     // What `eval::ais_log_likelihood` computes, without a second pass for the free energy.
     let log_likelihood = -free_energy - estimate.log_z;
     let stack_note = if n_layers > 1 { format!(" (the first of {n_layers} RBMs: AIS scores this RBM alone, not the DBN)") } else { String::new() };
@@ -232,16 +162,4 @@ fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, engine: &Engine, f
         "log_weights_std": estimate.log_weights_std,
         "base_rate_from": base_rate_from,
     }))
-}
-
-/// Each value set to 1 above 0.5 and to 0 otherwise.
-fn binarised(data: &Dataset) -> Dataset {
-    let mut values = vec![0.0f32; data.n_cases * data.n_inputs];
-    for (k, row) in values.chunks_exact_mut(data.n_inputs).enumerate() {
-        data.case_into(k, row);
-        for x in row.iter_mut() {
-            *x = if *x > 0.5 { 1.0 } else { 0.0 };
-        }
-    }
-    Dataset { values: CaseValues::Floats(values), ..data.clone() }
 }

@@ -2,6 +2,7 @@
 
 use crate::output::Output;
 use clap::Args;
+use deepbelief::engine::Engine;
 use serde_json::json;
 
 #[derive(Args, Debug)]
@@ -13,9 +14,9 @@ pub struct GpuCheckArgs {
 
 pub fn run(args: GpuCheckArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    let ctx = pollster::block_on(deepbelief::gpu::GpuContext::new()).map_err(|e| e.to_string())?;
-    let error = pollster::block_on(deepbelief::gpu::affine_sigmoid::self_check(&ctx)).map_err(|e| e.to_string())?;
-    let adapter = ctx.summary();
+    let engine = pollster::block_on(Engine::gpu())?;
+    let error = pollster::block_on(engine.self_check())?;
+    let adapter = engine.adapter().expect("a GPU engine has an adapter");
     output.text(&format!("{} ({}, {}): largest difference from the CPU reference {error:e}", adapter.name, adapter.backend, adapter.device_type));
     output.finish(&json!({ "adapter": adapter, "max_abs_error": error }));
     Ok(())

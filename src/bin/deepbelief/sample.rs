@@ -1,15 +1,13 @@
 //! `deepbelief sample`: Gibbs chains in the top RBM, seen at the pixels as a PNG grid.
 
-use crate::backend_choice::BackendChoice;
+use crate::backend_choice::{self, BackendChoice};
 use crate::input::load_model_input;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::gpu::chains::GpuChains;
+use deepbelief::engine::chains::{ChainStart, Chains};
 use deepbelief::format::read_model;
 use deepbelief::report::image_grid::{tile_grey, Scaling};
 use deepbelief::report::png::write_grey_png;
-use deepbelief::sample::GenerativeChains;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -78,28 +76,15 @@ pub fn run(args: SampleArgs) -> Result<(), String> {
         (Start::Data, None) => return Err("--from data needs --images FILE: the data cases the chains start from".into()),
         (Start::Random, Some(_)) => return Err("--images is used only with --from data (the chains start from random states by default)".into()),
     };
-    let gpu = args.backend.gpu_context()?;
-    let adapter = gpu.as_ref().map(|ctx| ctx.summary());
-    let mut images = match &gpu {
-        Some(ctx) => {
-            let mut chains = match &start_data {
-                Some((data, starts)) => GpuChains::from_data(ctx, dbn, data, starts, args.seed),
-                None => GpuChains::from_random(ctx, dbn, args.count, args.seed),
-            }
-            .map_err(|e| e.to_string())?;
-            chains.advance(ctx, args.steps);
-            pollster::block_on(chains.images(ctx)).map_err(|e| e.to_string())?
-        }
-        None => {
-            let backend = CpuBackend;
-            let mut chains = match &start_data {
-                Some((data, starts)) => GenerativeChains::from_data(dbn, &backend, data, starts, args.seed),
-                None => GenerativeChains::from_random(dbn, &backend, args.count, args.seed),
-            };
-            chains.advance(dbn, &backend, args.steps);
-            chains.images(dbn, &backend)
-        }
+    let engine = backend_choice::engine(args.backend)?;
+    let adapter = engine.adapter();
+    let start = match &start_data {
+        Some((data, cases)) => ChainStart::Data { data, cases },
+        None => ChainStart::Random { count: args.count },
     };
+    let mut chains = Chains::start(&engine, dbn, start, args.seed)?;
+    chains.advance(dbn, args.steps);
+    let mut images = pollster::block_on(chains.images(dbn))?;
     // Gaussian models work in standardised units; the picture is in pixels.
     if let Some(standardisation) = &model.standardisation {
         standardisation.restore_in_place(&mut images);

@@ -9,12 +9,11 @@ use crate::out_lock::OutLock;
 use crate::supervised_data::{dataset_inputs, training_targets, TargetSet};
 use crate::supervised_stage::{self, SupervisedRun};
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
-use crate::backend_choice::BackendChoice;
+use crate::backend_choice::{self, BackendChoice};
 use deepbelief::backend::Backend;
-use deepbelief::gpu::trainer::layer::{self as gpu_layer, LayerEvent};
-use deepbelief::gpu::trainer::GpuCdTrainer;
-use deepbelief::gpu::blocking_backend::GpuBackend;
-use deepbelief::gpu::GpuContext;
+use deepbelief::engine::layer::{self, LayerEvent, LayerTrainer};
+use deepbelief::engine::run::TrainingRun;
+use deepbelief::engine::Engine;
 use deepbelief::data::split::spread_cases;
 use deepbelief::data::Dataset;
 use deepbelief::format::{self, SavedDbn};
@@ -26,7 +25,6 @@ use deepbelief::report::classification::{ActivationSelection, Section};
 use deepbelief::report::png::encode_grey_png;
 use deepbelief::train::memory::RunShape;
 use deepbelief::train::greedy::propagate_dataset;
-use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::train::{GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
 use std::io::Write;
@@ -42,11 +40,8 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     // With a GPU the epochs run device-resident (see `train_layer_on_gpu`), and the work around
     // them (initialisation trials, measurements, propagation, supervised training) runs on its
     // kernels through the `Backend` trait; otherwise all of it runs on the CPU reference.
-    let gpu = settings.backend.gpu_context()?;
-    let backend: Box<dyn Backend> = match &gpu {
-        Some(ctx) => Box::new(GpuBackend::new(ctx.clone())),
-        None => Box::new(CpuBackend),
-    };
+    let engine = backend_choice::engine(settings.backend)?;
+    let backend = engine.backend();
     let data = load_training_data(&settings.data)?;
     let dataset = &data.dataset;
     settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
@@ -69,7 +64,8 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         backend.describe()
     ));
 
-    let (trainer, outcomes) = train_layers(&settings, backend.as_ref(), gpu, dataset, output)?;
+    let (trainer, run) = train_layers(&settings, &engine, backend.as_ref(), dataset, output)?;
+    let outcomes = run.outcomes();
     let mut model = SavedDbn {
         image_shape: dataset.image_shape,
         visible_means: Some(data.raw_statistics.mean.clone()),
@@ -124,35 +120,35 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
 
 /// Drives the trainer one step at a time, measuring each layer before and after on a
 /// fixed set of cases propagated alongside the trainer's own data.
-fn train_layers(settings: &TrainSettings, backend: &dyn Backend, mut gpu: Option<GpuContext>, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, Vec<LayerOutcome>), String> {
+fn train_layers(settings: &TrainSettings, engine: &Engine, backend: &dyn Backend, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, TrainingRun), String> {
     let n_layers = settings.stack.layers.len();
     let mut trainer = GreedyTrainer::new(settings.stack.clone(), dataset).map_err(train_error)?;
     let mut measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
     let mut progress = Progress::new(output);
-    let mut outcomes: Vec<LayerOutcome> = Vec::new();
+    let mut run = TrainingRun::default();
+    // A device that failed is not asked again: later layers train on the CPU.
+    let mut gpu = engine.is_gpu();
     loop {
-        match trainer.step(backend, dataset).map_err(train_error)? {
-            GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
+        let stop_before = trainer.current_trainer().and_then(|t| t.stopped);
+        let event = trainer.step(backend, dataset).map_err(train_error)?;
+        run.record(&event, stop_before);
+        match event {
+            GreedyEvent::LayerStarted { layer, .. } => {
                 let initial = &trainer.current_trainer().expect("a layer has just started").rbm;
-                let init_error = initial.reconstruction_error(backend, &measured, usize::MAX);
-                outcomes.push(LayerOutcome::started(trial_errors, best_trial, init_error));
+                run.layer_mut(layer).expect("just recorded").init_error = Some(initial.reconstruction_error(backend, &measured, usize::MAX));
                 progress.layer_started(layer, n_layers, settings.stack.rbm.epochs);
-                if let Some(ctx) = gpu.take() {
-                    gpu = train_layer_on_gpu(ctx, &mut trainer, dataset, layer, &mut progress, outcomes.last_mut().expect("just pushed"), settings.backend)?;
+                if gpu {
+                    gpu = train_layer_on_gpu(engine, &mut trainer, dataset, layer, &mut progress, &mut run, settings.backend)?;
                 }
             }
-            GreedyEvent::Epoch { layer, report, metrics } => {
-                progress.epoch(layer, &report, metrics.as_ref());
-                let outcome = outcomes.last_mut().expect("epochs follow a layer start");
-                if let Some(stop) = report.stop {
-                    outcome.stop = stop;
-                }
-                outcome.epochs.push(report);
-            }
+            GreedyEvent::Epoch { layer, report, metrics } => progress.epoch(layer, &report, metrics.as_ref()),
             GreedyEvent::LayerFinished { layer } => {
                 let rbm = &trainer.dbn.layers[layer];
-                let outcome = outcomes.last_mut().expect("a layer finishes after it starts");
+                let mut outcome = run.layers[layer].outcome();
                 outcome.finish(backend, rbm, &measured);
+                let record = run.layer_mut(layer).expect("a layer finishes after it starts");
+                record.final_error = Some(outcome.final_error);
+                record.activity = outcome.activity;
                 progress.layer_finished(
                     layer,
                     n_layers,
@@ -171,47 +167,43 @@ fn train_layers(settings: &TrainSettings, backend: &dyn Backend, mut gpu: Option
             GreedyEvent::Finished => break,
         }
     }
-    Ok((trainer, outcomes))
+    Ok((trainer, run))
 }
 
-/// Trains the layer just started on the GPU, epoch by epoch, then hands the weights back to
-/// the greedy trainer. A layer the device cannot hold (adapter limits) stays on the CPU, with a
-/// notice, unless `--backend gpu` demanded the GPU; a device lost mid-layer hands over to the CPU.
-/// Returns the context for the next layer.
+/// Trains the layer just started on the GPU, epoch by epoch (`engine::layer`), then hands the
+/// weights back to the greedy trainer. A layer the device cannot hold (adapter limits) stays on
+/// the CPU, with a notice, unless `--backend gpu` demanded the GPU; a device lost mid-layer
+/// hands over to the CPU. Returns whether the next layer may use the device.
 fn train_layer_on_gpu(
-    ctx: GpuContext,
+    engine: &Engine,
     trainer: &mut GreedyTrainer,
     dataset: &Dataset,
     layer: usize,
     progress: &mut Progress,
-    outcome: &mut LayerOutcome,
+    run: &mut TrainingRun,
     choice: BackendChoice,
-) -> Result<Option<GpuContext>, String> {
-    let cpu = trainer.current_trainer().expect("a layer has just started");
-    let gpu = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(dataset)) {
-        Ok(gpu) => gpu,
+) -> Result<bool, String> {
+    let on_device = match LayerTrainer::on_device(engine, trainer, dataset) {
+        Ok(on_device) => on_device,
         Err(e) if choice == BackendChoice::Gpu => return Err(format!("--backend gpu: layer {}: {e}", layer + 1)),
         Err(e) => {
             eprintln!("notice: layer {} trains on the CPU: {e}", layer + 1);
-            return Ok(None);
+            return Ok(false);
         }
     };
-    // The whole trainer state comes back after every epoch, so a lost device costs nothing:
-    // the CPU resumes from the last checkpoint exactly where the GPU would have gone on.
-    let on_event = |event: LayerEvent| match event {
-        LayerEvent::Epoch { report, metrics } => {
-            progress.epoch(layer, &report, metrics.as_ref());
-            if let Some(stop) = report.stop {
-                outcome.stop = stop;
+    let mut fell_back = false;
+    let on_event = |event: LayerEvent| {
+        run.record_layer_event(layer, &event);
+        match event {
+            LayerEvent::Epoch { report, metrics } => progress.epoch(layer, &report, metrics.as_ref()),
+            LayerEvent::FellBack { message, resumed_at } => {
+                eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {resumed_at}", layer + 1);
+                fell_back = true;
             }
-            outcome.epochs.push(report);
-        }
-        LayerEvent::FellBack { message, resumed_at } => {
-            eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {resumed_at}", layer + 1);
-            outcome.epochs.truncate(resumed_at);
         }
     };
-    pollster::block_on(gpu_layer::train_layer(gpu, trainer, dataset, on_event)).map_err(train_error)
+    pollster::block_on(layer::train_layer(on_device, trainer, dataset, on_event)).map_err(train_error)?;
+    Ok(!fell_back)
 }
 
 fn train_error(error: TrainError) -> String {

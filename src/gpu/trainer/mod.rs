@@ -54,7 +54,6 @@
 //! ([`GpuCdTrainer::checkpoint`], [`GpuCdTrainer::from_cpu`]), so a lost device costs at most the
 //! epochs since the last checkpoint.
 
-pub mod layer;
 mod monitor;
 mod plan;
 mod profile;

@@ -1,0 +1,30 @@
+//! The GPU benchmarks of `crate::bench` on the engine's device, for `deepbelief bench` and
+//! `www/bench.html` (the CPU benchmark needs no device: `bench::bench_cpu_epoch`).
+
+use super::Engine;
+use crate::bench::{self, GpuBenchReport, SweepRow};
+use crate::data::Dataset;
+use crate::gpu::GpuContext;
+
+impl Engine {
+    fn device(&self) -> Result<&GpuContext, String> {
+        self.context().ok_or_else(|| "the GPU benchmark needs a GPU device".to_string())
+    }
+
+    /// CD-1 epochs over `data`, the GEMM kernels of a batch and (with `raina`) Raina et al.'s
+    /// shapes; per-dispatch profiles with `profile` (see `bench::bench_gpu_profiled`).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn bench_gpu(&self, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize, raina: bool, raina_batches: usize, profile: bool) -> Result<GpuBenchReport, String> {
+        bench::bench_gpu_profiled(self.device()?, data, n_hidden, batch_size, repeats, raina, raina_batches, profile).await.map_err(|e| e.to_string())
+    }
+
+    /// The page's benchmark: no Raina shapes, GEMMs timed by wall time (`bench::bench_gpu_web`).
+    pub async fn bench_gpu_web(&self, data: &Dataset, n_hidden: usize, batch_size: usize, repeats: usize) -> Result<(GpuBenchReport, Vec<u32>), String> {
+        bench::bench_gpu_web(self.device()?, data, n_hidden, batch_size, repeats).await.map_err(|e| e.to_string())
+    }
+
+    /// Every tiling and split-k factor of the products of [`bench::sweep_shapes`].
+    pub async fn gemm_sweep(&self, batch: u32, n_visible: u32, n_hidden: u32, splits: &[u32]) -> Result<Vec<SweepRow>, String> {
+        bench::gemm_sweep(self.device()?, &bench::sweep_shapes(batch, n_visible, n_hidden), splits).await.map_err(|e| e.to_string())
+    }
+}
