@@ -5,6 +5,7 @@
 //! `format` (the saved model file) → `sample` / `report` (Gibbs chains, image grids). `web`
 //! wraps it for a Web Worker.
 
+pub mod autoencoder;
 pub mod backend;
 pub mod bench;
 pub mod clock;

@@ -46,6 +46,10 @@ pub enum Purpose {
     ChainHidden = 6,
     /// Random top-layer states that start generative chains.
     RandomStart = 7,
+    /// Initial weights drawn from Philox (the sparse autoencoder's); the step numbers the matrix.
+    InitialWeights = 8,
+    /// Which training cases to cut from the data (natural-image patches: image and position).
+    DataSample = 9,
 }
 
 /// One independent stream of uniforms: element `i` of step `step` for `purpose`.

@@ -5,6 +5,7 @@ pub mod database;
 pub mod error;
 pub mod split;
 pub mod idx;
+pub mod patches;
 pub mod preprocess;
 pub mod standardisation;
 

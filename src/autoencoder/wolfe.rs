@@ -1,0 +1,227 @@
+//! The strong-Wolfe line search of minFunc (Schmidt 2005–2012, `WolfeLineSearch.m` with
+//! cubic interpolation, the L-BFGS default the UFLDL exercise runs): a bracketing phase
+//! that extrapolates by cubic interpolation (within `[t + 0.01(t − t_prev), 10t]`), then a
+//! zoom phase that interpolates inside the bracket, with the same safeguard against steps
+//! within 10% of the bracket's ends, until
+//! `φ(t) ≤ φ(0) + c₁tφ'(0)` and `|φ'(t)| ≤ −c₂φ'(0)`.
+//!
+//! Where a trial point is NaN or infinite, minFunc switches to an Armijo backtracking
+//! search from halfway back to the last legal step; here too, halving while the value is not
+//! finite and interpolating a quadratic (steps kept within `[10⁻³t, 0.6t]`) while it is.
+
+use crate::supervised::conjugate_gradient::Objective;
+
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WolfeSettings {
+    /// Sufficient decrease (Armijo) constant, minFunc's `c1`.
+    pub c1: f64,
+    /// Curvature constant, minFunc's `c2`.
+    pub c2: f64,
+    /// Evaluations after the first trial, minFunc's `maxLS`.
+    pub max_evaluations: usize,
+    /// The search stops when the bracket (in parameter space, `|Δt|·max|dᵢ|`) is below this,
+    /// and backtracking when the step `Σ|t·dᵢ|` is; minFunc's `progTol` (`TolX`).
+    pub progress_tolerance: f64,
+}
+
+impl Default for WolfeSettings {
+    /// minFunc's defaults: c₁ = 10⁻⁴, c₂ = 0.9, 25 evaluations, 10⁻⁹.
+    fn default() -> Self {
+        WolfeSettings { c1: 1e-4, c2: 0.9, max_evaluations: 25, progress_tolerance: 1e-9 }
+    }
+}
+
+/// Where the search stopped. `step` is 0 (and value and gradient those of the start) when no
+/// lower point was found.
+pub struct LineResult {
+    pub step: f64,
+    pub value: f64,
+    pub evaluations: usize,
+    /// The strong Wolfe conditions hold at `step`.
+    pub wolfe: bool,
+}
+
+/// One trial: the step, `φ(t)`, `∇f(x + td)` and `φ'(t) = ∇f·d`.
+struct Trial {
+    step: f64,
+    value: f64,
+    gradient: Vec<f64>,
+    slope: f64,
+}
+
+impl Trial {
+    fn is_legal(&self) -> bool {
+        self.value.is_finite() && self.gradient.iter().all(|g| g.is_finite())
+    }
+}
+
+/// The start of a search: the point, the direction and `f`, `∇f` and `∇f·d` there.
+pub struct LineStart<'a> {
+    pub x: &'a [f64],
+    pub direction: &'a [f64],
+    pub value: f64,
+    pub gradient: &'a [f64],
+    pub slope: f64,
+}
+
+/// Evaluates trial steps along the line, counting them.
+struct Line<'a, 'b> {
+    objective: &'a mut dyn Objective,
+    start: &'a LineStart<'b>,
+    point: &'a mut Vec<f64>,
+    evaluations: usize,
+}
+
+impl Line<'_, '_> {
+    fn at(&mut self, step: f64) -> Trial {
+        self.point.clear();
+        self.point.extend(self.start.x.iter().zip(self.start.direction).map(|(x, d)| x + step * d));
+        let mut gradient = vec![0.0; self.point.len()];
+        let value = self.objective.value_and_gradient(self.point, &mut gradient);
+        let slope = dot(&gradient, self.start.direction);
+        self.evaluations += 1;
+        Trial { step, value, gradient, slope }
+    }
+
+    fn origin(&self) -> Trial {
+        Trial { step: 0.0, value: self.start.value, gradient: self.start.gradient.to_vec(), slope: self.start.slope }
+    }
+
+    fn armijo(&self, trial: &Trial, c1: f64) -> bool {
+        trial.value <= self.start.value + c1 * trial.step * self.start.slope
+    }
+
+    fn finish(self, best: Trial, wolfe: bool, gradient_out: &mut Vec<f64>) -> LineResult {
+        *gradient_out = best.gradient;
+        LineResult { step: best.step, value: best.value, evaluations: self.evaluations, wolfe }
+    }
+}
+
+/// Searches along `start.direction` from `start.x`, first trying `first_step`. The gradient
+/// at the chosen step is written into `gradient_out`; `point` is scratch space.
+pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64, settings: &WolfeSettings, point: &mut Vec<f64>, gradient_out: &mut Vec<f64>) -> LineResult {
+    let (c1, c2, max_ls) = (settings.c1, settings.c2, settings.max_evaluations);
+    let mut line = Line { objective, start, point, evaluations: 0 };
+    let curvature = |trial: &Trial| trial.slope.abs() <= -c2 * start.slope;
+
+    // Bracketing phase: extrapolate until the step is too long or the slope turns.
+    let mut previous = line.origin();
+    let mut current = line.at(first_step);
+    let mut iterations = 0;
+    let mut bracket: [Trial; 2];
+    loop {
+        if !current.is_legal() {
+            let found = backtrack(&mut line, 0.5 * (current.step + previous.step), settings);
+            let best = found.unwrap_or_else(|| line.origin());
+            return line.finish(best, false, gradient_out);
+        }
+        if !line.armijo(&current, c1) || (iterations > 1 && current.value >= previous.value) {
+            bracket = [previous, current];
+            break;
+        }
+        if curvature(&current) {
+            return line.finish(current, true, gradient_out);
+        }
+        if current.slope >= 0.0 {
+            bracket = [previous, current];
+            break;
+        }
+        if iterations >= max_ls {
+            bracket = [line.origin(), current];
+            break;
+        }
+        let min_step = current.step + 0.01 * (current.step - previous.step);
+        let max_step = 10.0 * current.step;
+        let next = cubic_minimiser(&previous, &current, min_step, max_step);
+        previous = current;
+        current = line.at(next);
+        iterations += 1;
+    }
+
+    // Zoom phase: interpolate inside the bracket, keeping its lower end the lowest point.
+    let scale = start.direction.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    let mut insufficient_progress = false;
+    let mut wolfe = false;
+    while !wolfe && iterations < max_ls {
+        let low = if !bracket[1].is_legal() || bracket[0].value <= bracket[1].value { 0 } else { 1 };
+        let high = 1 - low;
+        let (lower, upper) = (bracket[0].step.min(bracket[1].step), bracket[0].step.max(bracket[1].step));
+        let mut t = if bracket.iter().all(Trial::is_legal) { cubic_minimiser(&bracket[0], &bracket[1], lower, upper) } else { 0.5 * (lower + upper) };
+        let width = upper - lower;
+        // A step within 10% of an end twice running (or outside) moves to 10% inside.
+        if (upper - t).min(t - lower) / width < 0.1 {
+            if insufficient_progress || t >= upper || t <= lower {
+                t = if (t - upper).abs() < (t - lower).abs() { upper - 0.1 * width } else { lower + 0.1 * width };
+                insufficient_progress = false;
+            } else {
+                insufficient_progress = true;
+            }
+        } else {
+            insufficient_progress = false;
+        }
+        let new = line.at(t);
+        iterations += 1;
+        if !new.is_legal() || !line.armijo(&new, c1) || new.value >= bracket[low].value {
+            bracket[high] = new;
+        } else {
+            if curvature(&new) {
+                wolfe = true;
+            } else if new.slope * (bracket[high].step - bracket[low].step) >= 0.0 {
+                // The minimum lies between the old low point and the new one: the old low
+                // becomes the high end.
+                bracket.swap(low, high);
+            }
+            bracket[low] = new;
+        }
+        if !wolfe && (bracket[0].step - bracket[1].step).abs() * scale < settings.progress_tolerance {
+            break;
+        }
+    }
+    let [first, second] = bracket;
+    let best = if !second.is_legal() || first.value <= second.value { first } else { second };
+    line.finish(best, wolfe, gradient_out)
+}
+
+/// Armijo backtracking from `step` (minFunc's `ArmijoBacktrack`): halve while the point is
+/// not finite, else jump to the minimum of the quadratic through `φ(0)`, `φ'(0)` and `φ(t)`,
+/// kept within `[10⁻³t, 0.6t]`. `None` once the step `Σ|t·dᵢ|` falls below the tolerance.
+fn backtrack(line: &mut Line, mut step: f64, settings: &WolfeSettings) -> Option<Trial> {
+    let length: f64 = line.start.direction.iter().map(|d| d.abs()).sum();
+    loop {
+        if step * length <= settings.progress_tolerance || !step.is_finite() {
+            return None;
+        }
+        let trial = line.at(step);
+        if trial.is_legal() && line.armijo(&trial, settings.c1) {
+            return Some(trial);
+        }
+        let next = if trial.value.is_finite() {
+            let curvature = trial.value - line.start.value - line.start.slope * step;
+            -line.start.slope * step * step / (2.0 * curvature)
+        } else {
+            0.5 * step
+        };
+        step = if next.is_finite() { next.max(1e-3 * step).min(0.6 * step) } else { 0.5 * step };
+    }
+}
+
+/// The minimiser of the cubic through two points with their values and slopes, within
+/// `[lower, upper]` (minFunc's `polyinterp` for two points); the middle of the interval
+/// when the cubic has no minimum.
+fn cubic_minimiser(a: &Trial, b: &Trial, lower: f64, upper: f64) -> f64 {
+    let (near, far) = if a.step <= b.step { (a, b) } else { (b, a) };
+    let d1 = near.slope + far.slope - 3.0 * (near.value - far.value) / (near.step - far.step);
+    let discriminant = d1 * d1 - near.slope * far.slope;
+    if discriminant >= 0.0 {
+        let d2 = discriminant.sqrt();
+        let t = far.step - (far.step - near.step) * ((far.slope + d2 - d1) / (far.slope - near.slope + 2.0 * d2));
+        if t.is_finite() {
+            return t.max(lower).min(upper);
+        }
+    }
+    0.5 * (lower + upper)
+}
+
+pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
