@@ -102,8 +102,10 @@ async fn epochs_after_a_lost_device_carry_the_monitor() {
     assert_eq!(pg.gpu_begin_layer().unwrap(), None);
     assert_monitored(&json(JsFuture::from(pg.gpu_epoch()).await.expect("a GPU epoch")));
     pg.gpu_simulate_loss();
-    assert!(JsFuture::from(pg.gpu_epoch()).await.is_err(), "an epoch on a lost device fails");
-    pg.gpu_fall_back().unwrap();
+    let fell_back = json(JsFuture::from(pg.gpu_epoch()).await.expect("an epoch on a lost device falls back"));
+    assert_eq!(fell_back["event"], "fell_back", "{fell_back}");
+    assert_eq!(fell_back["resumed_at"], 1, "{fell_back}");
+    assert!(!pg.gpu_layer_active(), "the layer goes on on the CPU");
     let last = loop {
         let event = json(pg.step().unwrap());
         assert_eq!(event["event"], "epoch", "expected the CPU's epochs, got {event}");

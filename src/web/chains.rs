@@ -1,12 +1,12 @@
 //! Gibbs samples for the page: generative chains through the model in training, on the CPU
-//! (`GenerativeChains`) or, when the page trains on WebGPU, on the device (`GpuChains`, only
-//! the images read back). Both follow the model as it trains, and restart from the same
+//! (`GenerativeChains`) or, when the page trains on WebGPU, on the device (`engine::chains`,
+//! only the images read back). Both follow the model as it trains, and restart from the same
 //! choice of start (data cases or random top states) when a layer is added, since the top
 //! RBM's width changes.
 
 use super::{image_to_js, js_error, Playground};
 use crate::backend::cpu::CpuBackend;
-use crate::gpu::chains::GpuChains;
+use crate::engine::chains::{ChainStart, Chains};
 use crate::report::image_grid::{self, Scaling};
 use crate::sample::GenerativeChains;
 use wasm_bindgen::prelude::*;
@@ -85,10 +85,10 @@ impl Playground {
         let shape = self.image_shape();
         let state = self.gpu.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let (chains, ctx) = prepared.map_err(JsValue::from)?;
+            let (chains, model) = prepared.map_err(JsValue::from)?;
             let shape = shape.map_err(JsValue::from)?;
-            let images = chains.images(&ctx).await.map_err(|e| JsValue::from(js_error(e)))?;
-            let image = image_grid::tile(&images, chains.n_chains, shape, columns, Scaling::Unit);
+            let images = chains.images(&model).await.map_err(|e| JsValue::from(js_error(e)))?;
+            let image = image_grid::tile(&images, chains.n_chains(), shape, columns, Scaling::Unit);
             state.borrow_mut().chains = Some(chains);
             Ok(image_to_js(image))
         })
@@ -97,7 +97,7 @@ impl Playground {
     /// Gibbs steps taken since the chains (last) started.
     pub fn chain_steps(&self) -> u64 {
         match &self.gpu.borrow().chains {
-            Some(chains) => chains.steps_done,
+            Some(chains) => chains.steps_done(),
             None => self.chains.as_ref().map_or(0, |c| c.chains.steps_done),
         }
     }
@@ -129,26 +129,24 @@ impl Playground {
 
     /// The device chains, following the current model (new ones for a deeper model), advanced
     /// `steps` steps: everything but the read-back, which the caller awaits.
-    fn prepare_gpu_chains(&mut self, steps: usize) -> Result<(GpuChains, crate::gpu::GpuContext), JsError> {
+    fn prepare_gpu_chains(&mut self, steps: usize) -> Result<(Chains, crate::model::Dbn), JsError> {
         let spec = self.chain_spec.clone().ok_or_else(|| JsError::new("no chains started"))?;
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
-        let ctx = self.gpu.borrow().context().ok_or_else(|| JsError::new("no WebGPU device"))?;
+        let engine = self.gpu.borrow().device().ok_or_else(|| JsError::new("no WebGPU device"))?;
         let existing = self.gpu.borrow_mut().chains.take();
         let mut chains = match existing {
             Some(chains) if chains.n_layers() == model.layers.len() => {
-                chains.set_model(&ctx, &model).map_err(js_error)?;
+                chains.set_model(&model).map_err(js_error)?;
                 chains
             }
             _ => {
                 let data = self.data()?;
-                if spec.from_data {
-                    GpuChains::from_data(&ctx, &model, data, &spec.start_cases(data.n_cases), spec.seed).map_err(js_error)?
-                } else {
-                    GpuChains::from_random(&ctx, &model, spec.count, spec.seed).map_err(js_error)?
-                }
+                let cases = spec.start_cases(data.n_cases);
+                let start = if spec.from_data { ChainStart::Data { data, cases: &cases } } else { ChainStart::Random { count: spec.count } };
+                Chains::start(&engine, &model, start, spec.seed).map_err(js_error)?
             }
         };
-        chains.advance(&ctx, steps);
-        Ok((chains, ctx))
+        chains.advance(&model, steps);
+        Ok((chains, model))
     }
 }

@@ -151,8 +151,7 @@ impl Playground {
             self.trainer = None;
             self.training_data = None;
             self.supervised = None;
-            self.fallback = None;
-            self.history.clear();
+            self.run.clear();
             self.release_gpu_layer();
             self.drop_chains();
         }

@@ -3,7 +3,7 @@
 //! (`report::training_log`), so files move freely between the page and the command line.
 
 use super::training::PageConfig;
-use super::{js_error, to_js, LayerHistory, Playground};
+use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::{Dataset, Standardisation};
@@ -15,7 +15,7 @@ use crate::report::deep_log_supervised::{analyze_tables, SupervisedLog};
 use crate::report::training_log::{self, LayerOutcome, MEASURED_CASES};
 use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for};
 use crate::supervised::SavedSupervised;
-use crate::train::{GreedyTrainer, StopReason};
+use crate::train::GreedyTrainer;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -72,13 +72,12 @@ impl Playground {
         let mut trainer = GreedyTrainer::new(relaxed, &training).map_err(|e| JsError::new(&format!("{name}: field `config`: {e}")))?;
         trainer.config = saved.config.clone();
         trainer.dbn = saved.dbn.clone();
-        self.release_gpu_for_load();
+        self.release_gpu_layer();
         self.trainer = Some(trainer);
         self.training_data = Some(training);
-        self.fallback = None;
         self.config = Some(PageConfig { stack: saved.config.clone(), supervised: saved.supervised.as_ref().map(|s| s.config.clone()) });
         self.supervised = saved.supervised.clone();
-        self.history.clear();
+        self.run.clear();
         self.drop_chains();
         self.chain_spec = None;
         self.views.dream = None;
@@ -152,7 +151,7 @@ impl Playground {
         config.layers.truncate(trainer.dbn.layers.len());
         let dbn = trainer.dbn.clone();
         let supervised = self.supervised.clone();
-        if let Some(loaded) = self.views.loaded.as_ref().filter(|_| self.history.is_empty()) {
+        if let Some(loaded) = self.views.loaded.as_ref().filter(|_| self.run.is_empty()) {
             return Ok(SavedDbn { config, dbn, supervised, ..loaded.clone() });
         }
         let training = self.training_cases()?;
@@ -174,13 +173,13 @@ impl Playground {
     /// the training cases.
     fn layer_outcomes(&self, dbn: &Dbn, training: &Dataset) -> Vec<LayerOutcome> {
         let measured = self.measured_layers(dbn, training);
-        let loaded = self.views.loaded.as_ref().filter(|_| self.history.is_empty());
+        let loaded = self.views.loaded.as_ref().filter(|_| self.run.is_empty());
         measured
             .into_iter()
             .enumerate()
             .map(|(k, (final_error, activity))| {
-                let mut outcome = match (self.history.get(k), loaded.and_then(|l| l.training.get(k))) {
-                    (Some(history), _) => outcome_of_history(history),
+                let mut outcome = match (self.run.layers.get(k), loaded.and_then(|l| l.training.get(k))) {
+                    (Some(record), _) => record.outcome(),
                     (None, Some(record)) => LayerOutcome { epochs: Vec::new(), stop: record.stop, ..LayerOutcome::started(Vec::new(), 0, record.init_error) },
                     // Nothing recorded the initial error; the file needs a number, and the
                     // trained layer's error is the honest bound the report can give.
@@ -231,14 +230,6 @@ impl Playground {
             }
         }
     }
-
-    /// A GPU layer of an abandoned run gives its device back for the next one.
-    fn release_gpu_for_load(&mut self) {
-        let mut gpu = self.gpu.borrow_mut();
-        if let Some(trainer) = gpu.layer.take().and_then(|l| l.trainer) {
-            gpu.ctx = Some(trainer.into_context());
-        }
-    }
 }
 
 /// Figures of one model on one data set (named, and counted so a new held-out split counts
@@ -247,15 +238,4 @@ pub(super) struct MeasuredLayers {
     data: (String, usize),
     dbn: Dbn,
     figures: Vec<(f64, Vec<UnitActivity>)>,
-}
-
-/// The page measures no separate initial error: the best initialisation trial's error (the
-/// same mean-field reconstruction error, on the initialisation cases) stands for it.
-fn outcome_of_history(history: &LayerHistory) -> LayerOutcome {
-    let init_error = history.trial_errors.get(history.best_trial).copied().unwrap_or(f64::NAN);
-    LayerOutcome {
-        epochs: history.epochs.clone(),
-        stop: history.stop.unwrap_or(StopReason::MaxEpochs),
-        ..LayerOutcome::started(history.trial_errors.clone(), history.best_trial, init_error)
-    }
 }

@@ -1,61 +1,56 @@
-//! WebGPU training for the page: the state behind `Playground::gpu_*`. The GPU trainer lives in
-//! an `Rc<RefCell<..>>` so that an exported method can hand a `'static` future to
-//! `future_to_promise`: the trainer is moved out for the await and moved back afterwards.
-//! After every epoch the trainer's whole state is downloaded as a `CdCheckpoint` (cheap at the
-//! page's sizes): the filters are drawn from it and, if the device is lost, the CPU resumes from
-//! it exactly (same momentum, shuffle and random streams), so no finished epoch is lost. Each
-//! epoch's event carries the per-epoch monitor (free energy of training and held-out cases,
-//! …), measured on the device on the cases the CPU would measure.
+//! The engine behind `Playground::gpu_*` and the choice of backend: which engine a run uses
+//! (`engine::Engine::choose_with`, the rule the CLI uses too) and the layer training outside the
+//! greedy trainer (`engine::layer::LayerTrainer`: epochs on the device with a checkpoint after
+//! each, resumed on the CPU when the device is lost). Both live in an `Rc<RefCell<..>>` so that
+//! an exported method can hand a `'static` future to `future_to_promise`: the layer is moved
+//! out for the await and moved back afterwards. The worker only calls these and posts events.
 
 use super::{js_error, to_js, Playground};
-use crate::gpu::chains::GpuChains;
-use crate::gpu::trainer::GpuCdTrainer;
-use crate::gpu::GpuContext;
-use crate::train::schedule::StopReason;
-use crate::train::monitor::EpochMetrics;
-use crate::train::{CdCheckpoint, CdTrainer, EpochReport, GreedyEvent};
+use crate::engine::chains::Chains;
+use crate::engine::layer::{LayerEvent, LayerTrainer};
+use crate::engine::{Engine, EngineChoice};
+use crate::model::Rbm;
+use crate::train::{EpochReport, GreedyEvent};
 use wasm_bindgen::prelude::*;
 
-pub(super) struct GpuLayer {
-    pub layer: usize,
-    /// `None` only while an epoch is awaited.
-    pub trainer: Option<GpuCdTrainer>,
-    /// The trainer's state after the last downloaded epoch.
-    pub synced: Option<CdCheckpoint>,
-}
-
 #[derive(Default)]
-pub(super) struct GpuState {
-    /// The device, created once and reused across layers and runs while idle.
-    pub ctx: Option<GpuContext>,
-    pub layer: Option<GpuLayer>,
-    /// The message of the last failed epoch (device loss), until the page falls back.
-    pub failure: Option<String>,
+pub(super) struct EngineState {
+    /// The device, created once and reused across layers and runs while it works.
+    pub engine: Option<Engine>,
+    /// The layer training outside the greedy trainer: on the device, or on the CPU after a
+    /// fall-back or a step by batches. `None` while a device epoch is awaited (`busy`).
+    pub layer: Option<LayerTrainer>,
+    pub busy: bool,
+    /// The weights of the layer in training while its epoch is awaited, to draw meanwhile.
+    pub shown: Option<Rbm>,
     /// Generative chains on the device (`None` while a read-back is awaited).
-    pub chains: Option<GpuChains>,
-    /// Epochs finished on the device and not yet in `Playground::history`.
+    pub chains: Option<Chains>,
+    /// Epochs finished on the device and not yet in `Playground::run`.
     pub pending_epochs: Vec<(usize, EpochReport)>,
 }
 
-impl GpuState {
-    /// The device, wherever it is held: idle, or by the layer in training.
-    pub fn context(&self) -> Option<crate::gpu::GpuContext> {
-        self.ctx.clone().or_else(|| self.layer.as_ref().and_then(|l| l.trainer.as_ref()).map(|t| t.context().clone()))
+impl EngineState {
+    /// The device's engine, unless it failed.
+    pub fn device(&self) -> Option<Engine> {
+        self.engine.clone().filter(|e| e.is_gpu() && e.failure().is_none())
     }
 }
 
-/// After an epoch on the device: the monitor's figures for it, measured there, and the
-/// trainer's state. A failure of either is the device's, as one of the epoch.
-async fn measured_epoch(trainer: &GpuCdTrainer, report: EpochReport) -> Result<(EpochReport, Option<EpochMetrics>, CdCheckpoint), String> {
-    let metrics = trainer.measure_epoch().await.map_err(|e| e.to_string())?;
-    let state = trainer.checkpoint().await.map_err(|e| e.to_string())?;
-    Ok((report, metrics, state))
+/// What the page trains on, and why not the GPU where it does not.
+#[derive(serde::Serialize)]
+struct BackendChoice {
+    backend: &'static str,
+    reason: Option<String>,
 }
 
-impl GpuLayer {
-    pub fn finished(&self) -> Option<StopReason> {
-        self.trainer.as_ref().and_then(|t| t.stopped)
+/// The device, made once (or again after a failure).
+async fn connect(state: &std::rc::Rc<std::cell::RefCell<EngineState>>) -> Result<Engine, String> {
+    if let Some(engine) = state.borrow().device() {
+        return Ok(engine);
     }
+    let engine = Engine::gpu().await?;
+    state.borrow_mut().engine = Some(engine.clone());
+    Ok(engine)
 }
 
 #[wasm_bindgen]
@@ -64,18 +59,31 @@ impl Playground {
     pub fn gpu_connect(&self) -> js_sys::Promise {
         let state = self.gpu.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let has_device = state.borrow().ctx.is_some() || state.borrow().layer.is_some();
-            if !has_device {
-                let ctx = GpuContext::new().await.map_err(|e| JsValue::from(JsError::new(&e.to_string())))?;
-                state.borrow_mut().ctx = Some(ctx);
-            }
-            let gpu = state.borrow();
-            let summary = match (&gpu.ctx, &gpu.layer) {
-                (Some(ctx), _) => ctx.summary(),
-                (None, Some(layer)) => layer.trainer.as_ref().map(|t| t.context().summary()).ok_or_else(|| JsValue::from_str("the device is busy"))?,
-                (None, None) => return Err(JsValue::from_str("no WebGPU device")),
+            let engine = connect(&state).await.map_err(|e| JsValue::from(JsError::new(&e)))?;
+            to_js(&engine.adapter()).map_err(JsValue::from)
+        })
+    }
+
+    /// The engine rule of `engine::Engine::choose_with` for the page: `choice` is `cpu`,
+    /// `webgpu` or `auto`; `adapter_name` the browser's name of its adapter (wgpu has none on
+    /// the web); `unavailable` why this browser has no WebGPU at all, if so. Resolves to
+    /// `{backend: "webgpu" | "cpu", reason}`. The page cannot refuse to train, so a demanded
+    /// WebGPU that cannot start trains on the CPU, with the reason.
+    pub fn choose_backend(&self, choice: String, adapter_name: Option<String>, unavailable: Option<String>) -> js_sys::Promise {
+        let state = self.gpu.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let cpu = |reason: String| BackendChoice { backend: "cpu", reason: Some(reason) };
+            let choice: EngineChoice = serde_json::from_value(serde_json::Value::String(choice.clone())).map_err(|_| JsValue::from(JsError::new(&format!("backend: expected cpu, webgpu or auto, got {choice:?}"))))?;
+            let chosen = match (choice, unavailable) {
+                (EngineChoice::Cpu, _) => cpu("CPU was chosen".into()),
+                (_, Some(reason)) => cpu(format!("WebGPU is not available ({reason})")),
+                (_, None) => match Engine::choose_with(choice, adapter_name.as_deref(), || connect(&state)).await {
+                    Ok(chosen) if chosen.engine.is_gpu() => BackendChoice { backend: "webgpu", reason: None },
+                    Ok(chosen) => cpu(chosen.notice.unwrap_or_default()),
+                    Err(e) => cpu(format!("WebGPU could not start ({e})")),
+                },
             };
-            to_js(&summary).map_err(JsValue::from)
+            to_js(&chosen).map_err(JsValue::from)
         })
     }
 
@@ -86,142 +94,101 @@ impl Playground {
         self.drain_gpu_history();
         let data = self.training_data.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
         let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer has been started"))?;
-        if self.fallback.is_some() || cpu.mid_epoch() {
-            return Ok(Some("the layer is part-way through its training on the CPU".into()));
-        }
-        let mut gpu = self.gpu.borrow_mut();
-        if gpu.layer.is_some() {
+        let mut state = self.gpu.borrow_mut();
+        if state.busy || state.layer.as_ref().is_some_and(LayerTrainer::on_gpu) {
             return Err(JsError::new("a layer is already training on the GPU"));
         }
-        let Some(ctx) = gpu.ctx.take() else { return Ok(Some("no WebGPU device".into())) };
-        let mut gpu_trainer = match GpuCdTrainer::from_cpu(ctx, cpu, trainer.layer_data(data)) {
-            Ok(gpu_trainer) => gpu_trainer,
-            Err(e) => return Ok(Some(e.to_string())),
-        };
-        // Every epoch carries the monitor, measured on the device like the CPU's.
-        if let Err(e) = gpu_trainer.set_monitor(trainer.held_out(), trainer.config.monitor_cases) {
-            gpu.ctx = Some(gpu_trainer.into_context());
-            return Ok(Some(e.to_string()));
+        if state.layer.is_some() {
+            return Ok(Some("the layer is part-way through its training on the CPU".into()));
         }
-        gpu.layer = Some(GpuLayer { layer: trainer.current_layer(), trainer: Some(gpu_trainer), synced: None });
-        gpu.failure = None;
-        Ok(None)
+        let Some(engine) = state.device() else { return Ok(Some("no WebGPU device".into())) };
+        match LayerTrainer::on_device(&engine, trainer, data) {
+            Ok(layer) => {
+                state.layer = Some(layer);
+                Ok(None)
+            }
+            Err(reason) => Ok(Some(reason)),
+        }
     }
 
     /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
     pub fn gpu_layer_active(&self) -> bool {
-        self.gpu.borrow().layer.as_ref().is_some_and(|l| l.trainer.is_some() && l.finished().is_none())
+        let state = self.gpu.borrow();
+        state.busy || state.layer.as_ref().is_some_and(|l| l.on_gpu() && !l.finished())
     }
 
-    /// One epoch on the GPU, then a download of the weights; resolves to the same `epoch`
-    /// event as `step()`. On failure (device loss) it rejects; call `gpu_fall_back` next.
+    /// One epoch on the GPU, then a download of its state; resolves to the same `epoch` event
+    /// as `step()`, or, when the device failed, to `{event: "fell_back", layer, message,
+    /// resumed_at}`: the layer then goes on on the CPU (`step()`) from the last epoch that
+    /// came back, exactly as it would have gone on on the GPU.
     pub fn gpu_epoch(&self) -> js_sys::Promise {
         let state = self.gpu.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let (layer, mut trainer) = {
-                let mut gpu = state.borrow_mut();
-                let layer = gpu.layer.as_mut().ok_or_else(|| JsValue::from_str("no layer is training on the GPU"))?;
-                (layer.layer, layer.trainer.take().ok_or_else(|| JsValue::from_str("a GPU epoch is already running"))?)
+            let mut layer = {
+                let mut state = state.borrow_mut();
+                let layer = state.layer.take().filter(LayerTrainer::on_gpu);
+                let Some(layer) = layer else { return Err(JsValue::from_str("no layer is training on the GPU (or a GPU epoch is already running)")) };
+                state.shown = Some(layer.rbm().clone());
+                state.busy = true;
+                layer
             };
-            let outcome = match trainer.train_epoch().await {
-                Ok(report) => measured_epoch(&trainer, report).await,
-                Err(e) => Err(e.to_string()),
-            };
-            let mut gpu = state.borrow_mut();
-            match outcome {
-                Ok((report, metrics, state)) => {
-                    gpu.pending_epochs.push((layer, report.clone()));
-                    let entry = gpu.layer.as_mut().expect("the layer stays while its epoch runs");
-                    entry.synced = Some(state);
-                    entry.trainer = Some(trainer);
-                    to_js(&GreedyEvent::Epoch { layer, report, metrics }).map_err(JsValue::from)
+            let event = layer.device_epoch().await;
+            let index = layer.layer();
+            let mut state = state.borrow_mut();
+            state.busy = false;
+            state.shown = None;
+            state.layer = Some(layer);
+            match event.map_err(|e| JsValue::from(js_error(e)))? {
+                LayerEvent::Epoch { report, metrics } => {
+                    state.pending_epochs.push((index, report.clone()));
+                    to_js(&GreedyEvent::Epoch { layer: index, report, metrics }).map_err(JsValue::from)
                 }
-                Err(message) => {
-                    // The device (and the trainer with it) is dropped; a later run makes a new one.
-                    gpu.failure = Some(message.clone());
-                    Err(JsValue::from(JsError::new(&message)))
+                LayerEvent::FellBack { message, resumed_at } => {
+                    // The failed device goes; a later run makes a new one.
+                    state.engine = None;
+                    state.chains = None;
+                    to_js(&serde_json::json!({"event": "fell_back", "layer": index, "message": message, "resumed_at": resumed_at})).map_err(JsValue::from)
                 }
             }
         })
     }
 
     /// Testing hook for the fall-back path: destroys the WebGPU device, as a driver reset or a
-    /// lost adapter would. The next `gpu_epoch` fails and `gpu_fall_back` resumes on the CPU.
+    /// lost adapter would. The next `gpu_epoch` resolves to `fell_back`.
     pub fn gpu_simulate_loss(&self) {
-        if let Some(trainer) = self.gpu.borrow().layer.as_ref().and_then(|l| l.trainer.as_ref()) {
-            trainer.context().device.destroy();
+        if let Some(engine) = &self.gpu.borrow().engine {
+            engine.simulate_loss();
         }
     }
+}
 
-    /// After a failed `gpu_epoch`: the layer resumes on the CPU from the state of the last
-    /// downloaded epoch (or from its initialisation if none finished), exactly as it would have
-    /// gone on on the GPU.
-    pub fn gpu_fall_back(&mut self) -> Result<(), JsError> {
-        self.drain_gpu_history();
-        let layer = self.gpu.borrow_mut().layer.take();
-        self.gpu.borrow_mut().chains = None;
-        let Some(GpuLayer { synced, .. }) = layer else { return Ok(()) };
-        self.resume_on_cpu(synced)
-    }
-
-    /// When the GPU layer has finished: hands its weights to the greedy trainer (the next
-    /// `step` closes the layer) and keeps the device for the next layer.
+impl Playground {
+    /// When the layer training outside the greedy trainer has finished: hands its weights to
+    /// the greedy trainer (the next `step` closes the layer); the device stays for the next.
     pub(super) fn settle_gpu_layer(&mut self) -> Result<(), JsError> {
-        let mut gpu = self.gpu.borrow_mut();
-        let Some(stop) = gpu.layer.as_ref().and_then(|l| l.finished()) else { return Ok(()) };
-        let layer = gpu.layer.take().expect("checked above");
-        let gpu_trainer = layer.trainer.expect("finished implies present");
-        gpu.ctx = Some(gpu_trainer.into_context());
-        drop(gpu);
-        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
-        // Stopped before its first epoch: the layer keeps its initialisation.
-        let (rbm, epochs) = match layer.synced {
-            Some(state) => (state.rbm, state.epoch),
-            None => (trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?.rbm.clone(), 0),
-        };
-        trainer.adopt_trained_layer(rbm, epochs, stop).map_err(js_error)
-    }
-
-    /// Before a CPU batch: the layer training on the GPU continues on the CPU from its last
-    /// downloaded epoch (as `gpu_fall_back` does), and the device stays for the next layer.
-    pub(super) fn move_gpu_layer_to_cpu(&mut self) -> Result<(), JsError> {
-        let mut gpu = self.gpu.borrow_mut();
-        let Some(layer) = gpu.layer.as_ref() else { return Ok(()) };
-        if layer.trainer.is_none() {
-            return Err(JsError::new("a GPU epoch is running; step again when it has finished"));
+        let mut state = self.gpu.borrow_mut();
+        if !state.layer.as_ref().is_some_and(LayerTrainer::finished) {
+            return Ok(());
         }
-        let layer = gpu.layer.take().expect("checked above");
-        gpu.ctx = layer.trainer.map(|t| t.into_context());
-        drop(gpu);
-        self.drain_gpu_history();
-        self.resume_on_cpu(layer.synced)
-    }
-
-    /// The layer in training continues on the CPU from `synced` (or its initialisation).
-    fn resume_on_cpu(&mut self, synced: Option<crate::train::CdCheckpoint>) -> Result<(), JsError> {
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model is being trained"))?;
-        let cpu = trainer.current_trainer().ok_or_else(|| JsError::new("no layer is in training"))?;
-        let state = synced.unwrap_or_else(|| cpu.checkpoint());
-        self.fallback = Some(CdTrainer::resume(cpu.config.clone(), state).map_err(js_error)?);
-        Ok(())
+        let layer = state.layer.take().expect("checked above");
+        drop(state);
+        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
+        layer.finish(trainer).map_err(js_error)
     }
 
     /// Moves the epochs reported by `gpu_epoch` (a future, which cannot reach `self`) into
-    /// the layer histories.
+    /// the run's record.
     pub(super) fn drain_gpu_history(&mut self) {
         let pending = std::mem::take(&mut self.gpu.borrow_mut().pending_epochs);
         for (layer, report) in pending {
-            self.record_epoch(layer, report);
+            self.run.record_epoch(layer, report);
         }
     }
 
-    /// Drops a GPU layer of an abandoned run, keeping the device.
+    /// Drops the layer of an abandoned run, keeping the device.
     pub(super) fn release_gpu_layer(&mut self) {
-        let mut gpu = self.gpu.borrow_mut();
-        if let Some(trainer) = gpu.layer.take().and_then(|l| l.trainer) {
-            gpu.ctx = Some(trainer.into_context());
-        }
+        let mut state = self.gpu.borrow_mut();
+        state.layer = None;
+        state.pending_epochs.clear();
     }
-
 }

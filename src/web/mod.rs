@@ -5,11 +5,12 @@
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::Dataset;
-use crate::gpu::{affine_sigmoid, GpuContext};
+use crate::engine::run::TrainingRun;
+use crate::engine::{AdapterSummary, Engine};
 use crate::model::Dbn;
 use crate::report::image_grid::RgbaImage;
 use crate::supervised::SavedSupervised;
-use crate::train::{CdTrainer, EpochReport, GreedyTrainer, StopReason};
+use crate::train::GreedyTrainer;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -23,7 +24,7 @@ mod gpu_training;
 mod supervised;
 mod training;
 mod views;
-use gpu_training::GpuState;
+use gpu_training::EngineState;
 pub use bench::bench_cpu;
 
 #[cfg(feature = "threads")]
@@ -73,7 +74,7 @@ pub fn distinct_threads_used() -> usize {
 
 #[derive(Serialize)]
 struct GpuReport {
-    adapter: crate::gpu::AdapterSummary,
+    adapter: AdapterSummary,
     max_abs_error: f32,
 }
 
@@ -81,9 +82,9 @@ struct GpuReport {
 /// the CPU reference.
 #[wasm_bindgen]
 pub async fn webgpu_check() -> Result<JsValue, JsError> {
-    let ctx = GpuContext::new().await.map_err(|e| JsError::new(&e.to_string()))?;
-    let max_abs_error = affine_sigmoid::self_check(&ctx).await.map_err(|e| JsError::new(&e.to_string()))?;
-    to_js(&GpuReport { adapter: ctx.summary(), max_abs_error })
+    let engine = Engine::gpu().await.map_err(|e| JsError::new(&e))?;
+    let max_abs_error = engine.self_check().await.map_err(|e| JsError::new(&e))?;
+    to_js(&GpuReport { adapter: engine.adapter().expect("a GPU engine has an adapter"), max_abs_error })
 }
 
 #[wasm_bindgen]
@@ -106,26 +107,15 @@ pub struct Playground {
     chains: Option<chains::CpuChains>,
     /// How the chains were last started, so they can be restarted for a deeper model.
     chain_spec: Option<chains::ChainSpec>,
-    /// WebGPU training of the current layer (see `gpu_training`).
-    gpu: Rc<RefCell<GpuState>>,
-    /// The current layer continued on the CPU after the device failed mid-layer.
-    fallback: Option<CdTrainer>,
+    /// The device and the layer training outside the greedy trainer (see `gpu_training`).
+    gpu: Rc<RefCell<EngineState>>,
     /// What each RBM layer went through, bottom up, for DEEP.LOG and the charts (`training.rs`
-    /// appends; `files.rs` reports).
-    history: Vec<LayerHistory>,
+    /// records; `files.rs` reports).
+    run: TrainingRun,
     /// The supervised layers on top of the DBN, once trained or loaded.
     supervised: Option<SavedSupervised>,
     /// The dream chain and other view state (`views.rs`).
     views: views::ViewState,
-}
-
-/// One RBM layer's training, as DEEP.LOG reports it.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct LayerHistory {
-    pub trial_errors: Vec<f64>,
-    pub best_trial: usize,
-    pub epochs: Vec<EpochReport>,
-    pub stop: Option<StopReason>,
 }
 
 #[wasm_bindgen]
@@ -142,9 +132,8 @@ impl Playground {
             trainer: None,
             chains: None,
             chain_spec: None,
-            gpu: Rc::new(RefCell::new(GpuState::default())),
-            fallback: None,
-            history: Vec::new(),
+            gpu: Rc::new(RefCell::new(EngineState::default())),
+            run: TrainingRun::default(),
             supervised: None,
             views: views::ViewState::default(),
         }
@@ -154,11 +143,10 @@ impl Playground {
     fn model(&self) -> Option<Dbn> {
         let trainer = self.trainer.as_ref()?;
         let mut dbn = trainer.dbn.clone();
-        let gpu = self.gpu.borrow();
-        let synced = gpu.layer.as_ref().and_then(|l| l.synced.as_ref()).map(|s| s.rbm.clone());
-        let current = match (&self.fallback, synced) {
-            (Some(fallback), _) => Some(fallback.rbm.clone()),
-            (None, Some(rbm)) => Some(rbm),
+        let state = self.gpu.borrow();
+        let current = match (&state.layer, &state.shown) {
+            (Some(layer), _) => Some(layer.rbm().clone()),
+            (None, Some(shown)) => Some(shown.clone()),
             (None, None) => trainer.current_trainer().map(|t| t.rbm.clone()),
         };
         dbn.layers.extend(current);

@@ -1,13 +1,13 @@
 //! Training from the page: start a run, step it (one unit of greedy work, or one batch, at a
 //! time, so the worker can post progress between steps), cancel, and the CPU thread choice.
-//! Every event also goes into `Playground::history`, which DEEP.LOG is written from.
+//! Every event also goes into `Playground::run` (`engine::run::TrainingRun`), which DEEP.LOG is written from.
 
-use super::{js_error, to_js, LayerHistory, Playground};
+use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::data::Dataset;
 use crate::supervised::SupervisedConfig;
 use crate::train::memory::{describe_bytes, estimate_training_memory, RunShape};
-use crate::train::{BatchEvent, BatchStep, GreedyEvent, GreedyTrainer, LayerBatch, StackConfig, StopReason};
+use crate::train::{BatchEvent, GreedyEvent, GreedyTrainer, StackConfig};
 use wasm_bindgen::prelude::*;
 
 /// The most memory a run may need on the page: the threaded build's memory is capped at 1 GiB.
@@ -35,10 +35,9 @@ impl Playground {
         self.trainer = Some(trainer);
         self.training_data = Some(training_data);
         self.config = Some(config);
-        self.history.clear();
+        self.run.clear();
         self.supervised = None;
         self.drop_chains();
-        self.fallback = None;
         self.release_gpu_layer();
         to_js(&plan)
     }
@@ -48,7 +47,8 @@ impl Playground {
     }
 
     /// One unit of work (initialise a layer, one epoch, or close a layer); returns the
-    /// `GreedyEvent` describing it.
+    /// `GreedyEvent` describing it. A layer that went on on the CPU after its device failed
+    /// trains its next epoch here; one still on the device moves to the CPU first, exactly.
     pub fn step(&mut self) -> Result<JsValue, JsError> {
         self.settle_gpu_layer()?;
         self.drain_gpu_history();
@@ -56,21 +56,22 @@ impl Playground {
         let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
         let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
         let stop = trainer.current_trainer().and_then(|t| t.stopped);
-        let fallback = &mut self.fallback;
+        let mut state = self.gpu.borrow_mut();
+        if state.busy {
+            return Err(JsError::new("a GPU epoch is running; step again when it has finished"));
+        }
+        let layer = &mut state.layer;
         let event = on_cpu_threads(threads, || -> Result<GreedyEvent, JsError> {
-            if let Some(layer_trainer) = fallback {
-                let layer = trainer.current_layer();
-                if !layer_trainer.finished() {
-                    let report = layer_trainer.train_epoch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)?;
-                    let metrics = trainer.measure_layer(&CpuBackend, &layer_trainer.rbm, data, report.epoch);
-                    return Ok(GreedyEvent::Epoch { layer, report, metrics });
-                }
-                let done = fallback.take().expect("checked above");
-                trainer.adopt_trained_layer(done.rbm, done.epoch, done.stopped.expect("finished")).map_err(js_error)?;
+            if let Some(layer) = layer {
+                layer.move_to_cpu().map_err(js_error)?;
+                let index = layer.layer();
+                let event = layer.cpu_epoch(trainer, data).map_err(js_error)?;
+                return Ok(event.into_greedy(index).expect("a CPU epoch reports an epoch"));
             }
             trainer.step(&CpuBackend, data).map_err(js_error)
         })?;
-        self.record(&event, stop);
+        drop(state);
+        self.run.record(&event, stop);
         to_js(&event)
     }
 
@@ -80,31 +81,24 @@ impl Playground {
     pub fn step_batch(&mut self) -> Result<JsValue, JsError> {
         self.settle_gpu_layer()?;
         self.drain_gpu_history();
-        self.move_gpu_layer_to_cpu()?;
         let threads = self.cpu_threads;
         let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
         let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
         let stop = trainer.current_trainer().and_then(|t| t.stopped);
-        let fallback = &mut self.fallback;
+        let mut state = self.gpu.borrow_mut();
+        if state.busy {
+            return Err(JsError::new("a GPU epoch is running; step again when it has finished"));
+        }
+        let layer = &mut state.layer;
         let event = on_cpu_threads(threads, || -> Result<BatchEvent, JsError> {
-            if let Some(layer_trainer) = fallback {
-                let layer = trainer.current_layer();
-                if !layer_trainer.finished() {
-                    return Ok(match layer_trainer.train_next_batch(&CpuBackend, trainer.layer_data(data)).map_err(js_error)? {
-                        BatchStep::Batch(report) => BatchEvent::Batch(LayerBatch { layer, report }),
-                        BatchStep::EpochEnded(report) => {
-                            let metrics = trainer.measure_layer(&CpuBackend, &layer_trainer.rbm, data, report.epoch);
-                            BatchEvent::Greedy(GreedyEvent::Epoch { layer, report, metrics })
-                        }
-                    });
-                }
-                let done = fallback.take().expect("checked above");
-                trainer.adopt_trained_layer(done.rbm, done.epoch, done.stopped.expect("finished")).map_err(js_error)?;
+            match layer {
+                Some(layer) => layer.cpu_batch(trainer, data).map_err(js_error),
+                None => trainer.step_batch(&CpuBackend, data).map_err(js_error),
             }
-            trainer.step_batch(&CpuBackend, data).map_err(js_error)
         })?;
+        drop(state);
         if let BatchEvent::Greedy(greedy) = &event {
-            self.record(greedy, stop);
+            self.run.record(greedy, stop);
         }
         to_js(&event)
     }
@@ -136,42 +130,9 @@ impl Playground {
         if let Some(trainer) = &mut self.trainer {
             trainer.cancel_layer();
         }
-        if let Some(fallback) = &mut self.fallback {
-            fallback.cancel();
+        if let Some(layer) = self.gpu.borrow_mut().layer.as_mut() {
+            layer.cancel();
         }
-        if let Some(trainer) = self.gpu.borrow_mut().layer.as_mut().and_then(|l| l.trainer.as_mut()) {
-            trainer.cancel();
-        }
-    }
-}
-
-impl Playground {
-    /// Adds an event to the layer histories; `stop_before` is the layer's stop reason before
-    /// the step (a cancel ends a layer without an epoch that reports it).
-    pub(super) fn record(&mut self, event: &GreedyEvent, stop_before: Option<StopReason>) {
-        match event {
-            GreedyEvent::LayerStarted { layer, trial_errors, best_trial } => {
-                self.history.truncate(*layer);
-                self.history.resize_with(*layer, LayerHistory::default);
-                self.history.push(LayerHistory { trial_errors: trial_errors.clone(), best_trial: *best_trial, ..LayerHistory::default() });
-            }
-            GreedyEvent::Epoch { layer, report, .. } => self.record_epoch(*layer, report.clone()),
-            GreedyEvent::LayerFinished { layer } => {
-                if let Some(history) = self.history.get_mut(*layer) {
-                    history.stop = history.stop.or(stop_before);
-                }
-            }
-            GreedyEvent::Finished => {}
-        }
-    }
-
-    pub(super) fn record_epoch(&mut self, layer: usize, report: crate::train::EpochReport) {
-        if self.history.len() <= layer {
-            self.history.resize_with(layer + 1, LayerHistory::default);
-        }
-        let history = &mut self.history[layer];
-        history.stop = history.stop.or(report.stop);
-        history.epochs.push(report);
     }
 }
 

@@ -5,14 +5,8 @@
 const message = (error) => String(error?.message ?? error);
 const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-// Auto takes WebGPU when a hardware adapter exists. A software one (SwiftShader, llvmpipe,
-// WARP) runs the kernels on the CPU far slower than the CPU path itself, so Auto skips it;
-// choosing WebGPU explicitly still uses it.
 function adapterName(info) {
   return info?.adapter?.name || info?.adapter?.driver || 'adapter';
-}
-function isSoftwareAdapter(info) {
-  return info?.adapter?.device_type === 'Cpu' || /swiftshader|llvmpipe|lavapipe|warp/i.test(adapterName(info));
 }
 
 // The training run: RBM layers unit by unit (yielding between units so pause, step and
@@ -44,19 +38,18 @@ export function createTrainingRun(env) {
     }
   }
 
+  // The rule (CPU, WebGPU, or Auto, which skips software adapters) is the engine's, the same
+  // as the command line's; the worker only tells it what the browser knows.
   async function chooseBackend(choice) {
     const { threads, note } = setThreads(choice === 'cpu1' ? 1 : 0);
     const cpu = (reason) => ({ backend: 'cpu', threads, reason: note ? `${reason}; ${note}` : reason });
-    if (choice === 'cpu' || choice === 'cpu1') return cpu(choice === 'cpu1' ? 'CPU single-threaded was chosen' : 'CPU was chosen');
-    if (!env.webgpu?.available) return cpu(`WebGPU is not available (${env.webgpu?.reason || 'no adapter'})`);
-    if (choice === 'auto' && isSoftwareAdapter(env.webgpu)) return cpu(`Auto skips the software WebGPU adapter (${adapterName(env.webgpu)}), which is slower than the CPU`);
-    try {
-      env.post('busy', { message: 'Connecting to the GPU…' });
-      await playground().gpu_connect(); // creates the device once; later calls reuse it
-      return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
-    } catch (error) {
-      return cpu(`WebGPU could not start (${message(error)})`);
-    }
+    if (choice === 'cpu1') return cpu('CPU single-threaded was chosen');
+    const unavailable = env.webgpu?.available ? undefined : (env.webgpu?.reason || 'no adapter');
+    if (choice !== 'cpu' && !unavailable) env.post('busy', { message: 'Connecting to the GPU…' });
+    // Creates the device once; later runs reuse it.
+    const chosen = await playground().choose_backend(choice, adapterName(env.webgpu), unavailable);
+    if (chosen.backend === 'webgpu') return { backend: 'webgpu', adapter: adapterName(env.webgpu), threads };
+    return cpu(chosen.reason);
   }
 
   function postGreedy(event) {
@@ -75,16 +68,15 @@ export function createTrainingRun(env) {
   }
 
   async function gpuEpoch() {
-    let event;
     // The first GPU epoch of a run builds the pipelines, which a browser may take tens of
     // seconds to compile: say so instead of a bar frozen at 0%.
     if (gpuEpochsDone === 0) env.post('busy', { message: 'Compiling the WebGPU kernels… (the first epoch on the GPU waits for them)' });
-    try {
-      event = await playground().gpu_epoch();
-    } catch (error) {
-      playground().gpu_fall_back();
+    // A lost device resolves to 'fell_back': the engine has moved the layer to the CPU at its
+    // last checkpoint, and the next units train it there.
+    const event = await playground().gpu_epoch();
+    if (event.event === 'fell_back') {
       run.useGpu = false;
-      env.post('notice', { message: `WebGPU failed (${message(error)}); continuing on the CPU` });
+      env.post('notice', { message: `WebGPU failed (${event.message}); continuing on the CPU` });
       env.post('backend', { backend: 'cpu', threads: run.threads, reason: 'WebGPU failed' });
       return 'fell_back';
     }
