@@ -7,6 +7,8 @@
 //!   after each, resumed on the CPU from the last one when the device is lost.
 //! - [`evaluate`]: reconstruction errors, free energies and AIS, device-resident or on the CPU.
 //! - [`chains`]: generative Gibbs chains on either.
+//! - [`stack`]: a greedy stack run, advanced one unit (or one batch) at a time, its layers on
+//!   the device where they can be.
 //! - [`run`]: the [`TrainingRun`] record that training events fold into, from which the CLI and
 //!   the page build model.json, DEEP.LOG and the charts.
 //!
@@ -20,6 +22,7 @@ pub mod chains;
 pub mod evaluate;
 pub mod layer;
 pub mod run;
+pub mod stack;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;

@@ -148,11 +148,9 @@ impl Playground {
             return Err(JsError::new(&format!("{}: expected at least 2 cases, got {}", dataset.name, dataset.n_cases)));
         }
         if self.model().is_some_and(|m| m.layers[0].n_visible != dataset.n_inputs) {
-            self.trainer = None;
+            *self.stack.borrow_mut() = None;
             self.training_data = None;
             self.supervised = None;
-            self.run.clear();
-            self.release_gpu_layer();
             self.drop_chains();
         }
         self.data = Some(dataset);

@@ -7,6 +7,7 @@ use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::{Dataset, Standardisation};
+use crate::engine::stack::StackRun;
 use crate::format::{self, SavedDbn};
 use crate::model::Dbn;
 use crate::report::classification::ActivationSelection;
@@ -72,12 +73,10 @@ impl Playground {
         let mut trainer = GreedyTrainer::new(relaxed, &training).map_err(|e| JsError::new(&format!("{name}: field `config`: {e}")))?;
         trainer.config = saved.config.clone();
         trainer.dbn = saved.dbn.clone();
-        self.release_gpu_layer();
-        self.trainer = Some(trainer);
+        *self.stack.borrow_mut() = Some(StackRun::from_greedy(trainer));
         self.training_data = Some(training);
         self.config = Some(PageConfig { stack: saved.config.clone(), supervised: saved.supervised.as_ref().map(|s| s.config.clone()) });
         self.supervised = saved.supervised.clone();
-        self.run.clear();
         self.drop_chains();
         self.chain_spec = None;
         self.views.dream = None;
@@ -112,15 +111,12 @@ impl Playground {
     /// CLI's `SECTION:LAYER[:NEURON]` (e.g. `unsupervised:1`, `output:1`; numbered from 1 as in DEEP).
     pub fn activations(&self, selection: &str) -> Result<String, JsError> {
         let selection: ActivationSelection = selection.parse().map_err(|e: String| JsError::new(&format!("selection: {e}")))?;
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
-        if trainer.dbn.layers.is_empty() {
-            return Err(JsError::new("no layer has finished training yet"));
-        }
+        let dbn = self.trained_layers()?;
         let data = self.data()?;
         let mut inputs = vec![0.0; data.n_cases * data.n_inputs];
         data.gather_into(&(0..data.n_cases).collect::<Vec<_>>(), &mut inputs);
         let mut text = Vec::new();
-        training_log::write_activation_file(&mut text, &CpuBackend, &trainer.dbn, self.supervised.as_ref(), &inputs, selection)
+        training_log::write_activation_file(&mut text, &CpuBackend, &dbn, self.supervised.as_ref(), &inputs, selection)
             .map_err(|e| JsError::new(&format!("selection: {e}")))?;
         String::from_utf8(text).map_err(js_error)
     }
@@ -139,19 +135,30 @@ impl Playground {
 }
 
 impl Playground {
+    /// The finished layers, or why there are none.
+    fn trained_layers(&self) -> Result<Dbn, JsError> {
+        let stack = self.stack.borrow();
+        let stack = stack.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
+        if stack.greedy().dbn.layers.is_empty() {
+            return Err(JsError::new("no layer has finished training yet"));
+        }
+        Ok(stack.greedy().dbn.clone())
+    }
+
+    /// Whether no layer of this page's run has a record (a loaded model's file speaks for it).
+    fn run_is_empty(&self) -> bool {
+        self.stack.borrow().as_ref().is_none_or(|stack| stack.record().is_empty())
+    }
+
     /// The model as the CLI would save it: the finished layers, their training records, the
     /// data's shape and means. A model loaded and not retrained since keeps what its file
     /// said of the data it was trained on.
     fn saved_model(&self) -> Result<SavedDbn, JsError> {
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
-        if trainer.dbn.layers.is_empty() {
-            return Err(JsError::new("no layer has finished training yet"));
-        }
-        let mut config = trainer.config.clone();
-        config.layers.truncate(trainer.dbn.layers.len());
-        let dbn = trainer.dbn.clone();
+        let dbn = self.trained_layers()?;
+        let mut config = self.stack.borrow().as_ref().expect("trained_layers found the run").greedy().config.clone();
+        config.layers.truncate(dbn.layers.len());
         let supervised = self.supervised.clone();
-        if let Some(loaded) = self.views.loaded.as_ref().filter(|_| self.run.is_empty()) {
+        if let Some(loaded) = self.views.loaded.as_ref().filter(|_| self.run_is_empty()) {
             return Ok(SavedDbn { config, dbn, supervised, ..loaded.clone() });
         }
         let training = self.training_cases()?;
@@ -173,12 +180,14 @@ impl Playground {
     /// the training cases.
     fn layer_outcomes(&self, dbn: &Dbn, training: &Dataset) -> Vec<LayerOutcome> {
         let measured = self.measured_layers(dbn, training);
-        let loaded = self.views.loaded.as_ref().filter(|_| self.run.is_empty());
+        let loaded = self.views.loaded.as_ref().filter(|_| self.run_is_empty());
+        let stack = self.stack.borrow();
+        let records = stack.as_ref().map_or(&[][..], |stack| &stack.record().layers[..]);
         measured
             .into_iter()
             .enumerate()
             .map(|(k, (final_error, activity))| {
-                let mut outcome = match (self.run.layers.get(k), loaded.and_then(|l| l.training.get(k))) {
+                let mut outcome = match (records.get(k), loaded.and_then(|l| l.training.get(k))) {
                     (Some(record), _) => record.outcome(),
                     (None, Some(record)) => LayerOutcome { epochs: Vec::new(), stop: record.stop, ..LayerOutcome::started(Vec::new(), 0, record.init_error) },
                     // Nothing recorded the initial error; the file needs a number, and the

@@ -1,32 +1,23 @@
 //! The engine behind `Playground::gpu_*` and the choice of backend: which engine a run uses
-//! (`engine::Engine::choose_with`, the rule the CLI uses too) and the layer training outside the
-//! greedy trainer (`engine::layer::LayerTrainer`: epochs on the device with a checkpoint after
-//! each, resumed on the CPU when the device is lost). Both live in an `Rc<RefCell<..>>` so that
-//! an exported method can hand a `'static` future to `future_to_promise`: the layer is moved
-//! out for the await and moved back afterwards. The worker only calls these and posts events.
+//! (`engine::Engine::choose_with`, the rule the CLI uses too), the device kept across runs,
+//! and the device epochs of the run's layers (`engine::stack::StackRun`, which checkpoints each
+//! and resumes on the CPU when the device is lost). Both live in an `Rc<RefCell<..>>` so that
+//! an exported method can hand a `'static` future to `future_to_promise`: the layer is taken
+//! out of the run for the await and handed back afterwards. The worker only calls these and
+//! posts events.
 
 use super::{js_error, to_js, Playground};
 use crate::engine::chains::Chains;
-use crate::engine::layer::{LayerEvent, LayerTrainer};
+use crate::engine::stack::{StackEvent, StackRun};
 use crate::engine::{Engine, EngineChoice};
-use crate::model::Rbm;
-use crate::train::{EpochReport, GreedyEvent};
 use wasm_bindgen::prelude::*;
 
 #[derive(Default)]
 pub(super) struct EngineState {
     /// The device, created once and reused across layers and runs while it works.
     pub engine: Option<Engine>,
-    /// The layer training outside the greedy trainer: on the device, or on the CPU after a
-    /// fall-back or a step by batches. `None` while a device epoch is awaited (`busy`).
-    pub layer: Option<LayerTrainer>,
-    pub busy: bool,
-    /// The weights of the layer in training while its epoch is awaited, to draw meanwhile.
-    pub shown: Option<Rbm>,
     /// Generative chains on the device (`None` while a read-back is awaited).
     pub chains: Option<Chains>,
-    /// Epochs finished on the device and not yet in `Playground::run`.
-    pub pending_epochs: Vec<(usize, EpochReport)>,
 }
 
 impl EngineState {
@@ -89,32 +80,25 @@ impl Playground {
 
     /// Moves the layer just started (after its `layer_started` event) onto the GPU. Returns
     /// `null` when it trains there, or the reason it stays on the CPU (unsupported settings,
-    /// no device).
+    /// no device, a device that refused or lost a layer of this run).
     pub fn gpu_begin_layer(&mut self) -> Result<Option<String>, JsError> {
-        self.drain_gpu_history();
+        let mut stack = self.stack.borrow_mut();
+        let stack = stack.as_mut().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
         let data = self.training_data.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let mut state = self.gpu.borrow_mut();
-        if state.busy || state.layer.as_ref().is_some_and(LayerTrainer::on_gpu) {
+        if stack.on_device() {
             return Err(JsError::new("a layer is already training on the GPU"));
         }
-        if state.layer.is_some() {
-            return Ok(Some("the layer is part-way through its training on the CPU".into()));
-        }
-        let Some(engine) = state.device() else { return Ok(Some("no WebGPU device".into())) };
-        match LayerTrainer::on_device(&engine, trainer, data) {
-            Ok(layer) => {
-                state.layer = Some(layer);
-                Ok(None)
-            }
+        let Some(engine) = self.gpu.borrow().device() else { return Ok(Some("no WebGPU device".into())) };
+        match stack.place_on_device(&engine, data) {
+            Ok(true) => Ok(None),
+            Ok(false) => Ok(Some("the GPU refused or lost an earlier layer of this run".into())),
             Err(reason) => Ok(Some(reason)),
         }
     }
 
     /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
     pub fn gpu_layer_active(&self) -> bool {
-        let state = self.gpu.borrow();
-        state.busy || state.layer.as_ref().is_some_and(|l| l.on_gpu() && !l.finished())
+        self.stack.borrow().as_ref().is_some_and(StackRun::on_device)
     }
 
     /// One epoch on the GPU, then a download of its state; resolves to the same `epoch` event
@@ -122,34 +106,24 @@ impl Playground {
     /// resumed_at}`: the layer then goes on on the CPU (`step()`) from the last epoch that
     /// came back, exactly as it would have gone on on the GPU.
     pub fn gpu_epoch(&self) -> js_sys::Promise {
+        let stack = self.stack.clone();
         let state = self.gpu.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let mut layer = {
-                let mut state = state.borrow_mut();
-                let layer = state.layer.take().filter(LayerTrainer::on_gpu);
-                let Some(layer) = layer else { return Err(JsValue::from_str("no layer is training on the GPU (or a GPU epoch is already running)")) };
-                state.shown = Some(layer.rbm().clone());
-                state.busy = true;
-                layer
+            let no_layer = || JsValue::from_str("no layer is training on the GPU (or a GPU epoch is already running)");
+            let epoch = stack.borrow_mut().as_mut().ok_or_else(no_layer)?.begin_device_epoch().map_err(|e| JsValue::from_str(&e))?;
+            let done = epoch.run().await;
+            let event = match stack.borrow_mut().as_mut() {
+                Some(stack) => stack.end_device_epoch(done).map_err(|e| JsValue::from(js_error(e)))?,
+                None => None,
             };
-            let event = layer.device_epoch().await;
-            let index = layer.layer();
-            let mut state = state.borrow_mut();
-            state.busy = false;
-            state.shown = None;
-            state.layer = Some(layer);
-            match event.map_err(|e| JsValue::from(js_error(e)))? {
-                LayerEvent::Epoch { report, metrics } => {
-                    state.pending_epochs.push((index, report.clone()));
-                    to_js(&GreedyEvent::Epoch { layer: index, report, metrics }).map_err(JsValue::from)
-                }
-                LayerEvent::FellBack { message, resumed_at } => {
-                    // The failed device goes; a later run makes a new one.
-                    state.engine = None;
-                    state.chains = None;
-                    to_js(&serde_json::json!({"event": "fell_back", "layer": index, "message": message, "resumed_at": resumed_at})).map_err(JsValue::from)
-                }
+            let event = event.ok_or_else(|| JsValue::from_str("the run was replaced while its GPU epoch ran"))?;
+            if let StackEvent::FellBack(_) = event {
+                // The failed device goes; a later run makes a new one.
+                let mut state = state.borrow_mut();
+                state.engine = None;
+                state.chains = None;
             }
+            to_js(&event).map_err(JsValue::from)
         })
     }
 
@@ -159,36 +133,5 @@ impl Playground {
         if let Some(engine) = &self.gpu.borrow().engine {
             engine.simulate_loss();
         }
-    }
-}
-
-impl Playground {
-    /// When the layer training outside the greedy trainer has finished: hands its weights to
-    /// the greedy trainer (the next `step` closes the layer); the device stays for the next.
-    pub(super) fn settle_gpu_layer(&mut self) -> Result<(), JsError> {
-        let mut state = self.gpu.borrow_mut();
-        if !state.layer.as_ref().is_some_and(LayerTrainer::finished) {
-            return Ok(());
-        }
-        let layer = state.layer.take().expect("checked above");
-        drop(state);
-        let trainer = self.trainer.as_mut().ok_or_else(|| JsError::new("no model is being trained"))?;
-        layer.finish(trainer).map_err(js_error)
-    }
-
-    /// Moves the epochs reported by `gpu_epoch` (a future, which cannot reach `self`) into
-    /// the run's record.
-    pub(super) fn drain_gpu_history(&mut self) {
-        let pending = std::mem::take(&mut self.gpu.borrow_mut().pending_epochs);
-        for (layer, report) in pending {
-            self.run.record_epoch(layer, report);
-        }
-    }
-
-    /// Drops the layer of an abandoned run, keeping the device.
-    pub(super) fn release_gpu_layer(&mut self) {
-        let mut state = self.gpu.borrow_mut();
-        state.layer = None;
-        state.pending_epochs.clear();
     }
 }

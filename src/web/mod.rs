@@ -5,12 +5,11 @@
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::data::Dataset;
-use crate::engine::run::TrainingRun;
+use crate::engine::stack::StackRun;
 use crate::engine::{AdapterSummary, Engine};
 use crate::model::Dbn;
 use crate::report::image_grid::RgbaImage;
 use crate::supervised::SavedSupervised;
-use crate::train::GreedyTrainer;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -96,22 +95,21 @@ pub struct Playground {
     /// How the loaded database's columns became inputs (`None` for IDX data), for the saved
     /// model.
     preprocessing: Option<crate::data::Preprocessing>,
-    /// The configuration of the run in `trainer` (`training.rs`).
+    /// The configuration of the run in `stack` (`training.rs`).
     config: Option<training::PageConfig>,
-    /// The cases the run in `trainer` trains on: the data it started with, less the held-out
+    /// The cases the run in `stack` trains on: the data it started with, less the held-out
     /// cases. Later loads do not change them.
     training_data: Option<Dataset>,
     /// 1: the CPU engine runs on one thread (`on_cpu`); 0: on every thread of the pool.
     cpu_threads: usize,
-    trainer: Option<GreedyTrainer>,
+    /// The greedy run (or a loaded model's stack) and what each RBM layer went through, for
+    /// DEEP.LOG and the charts; shared with the futures of its device epochs.
+    stack: Rc<RefCell<Option<StackRun>>>,
     chains: Option<chains::CpuChains>,
     /// How the chains were last started, so they can be restarted for a deeper model.
     chain_spec: Option<chains::ChainSpec>,
-    /// The device and the layer training outside the greedy trainer (see `gpu_training`).
+    /// The device and its chains (see `gpu_training`).
     gpu: Rc<RefCell<EngineState>>,
-    /// What each RBM layer went through, bottom up, for DEEP.LOG and the charts (`training.rs`
-    /// records; `files.rs` reports).
-    run: TrainingRun,
     /// The supervised layers on top of the DBN, once trained or loaded.
     supervised: Option<SavedSupervised>,
     /// The dream chain and other view state (`views.rs`).
@@ -129,11 +127,10 @@ impl Playground {
             config: None,
             training_data: None,
             cpu_threads: 0,
-            trainer: None,
+            stack: Rc::new(RefCell::new(None)),
             chains: None,
             chain_spec: None,
             gpu: Rc::new(RefCell::new(EngineState::default())),
-            run: TrainingRun::default(),
             supervised: None,
             views: views::ViewState::default(),
         }
@@ -141,16 +138,7 @@ impl Playground {
 
     /// The trained layers plus the layer in training, as a DBN to sample from and draw.
     fn model(&self) -> Option<Dbn> {
-        let trainer = self.trainer.as_ref()?;
-        let mut dbn = trainer.dbn.clone();
-        let state = self.gpu.borrow();
-        let current = match (&state.layer, &state.shown) {
-            (Some(layer), _) => Some(layer.rbm().clone()),
-            (None, Some(shown)) => Some(shown.clone()),
-            (None, None) => trainer.current_trainer().map(|t| t.rbm.clone()),
-        };
-        dbn.layers.extend(current);
-        (!dbn.layers.is_empty()).then_some(dbn)
+        self.stack.borrow().as_ref()?.model()
     }
 
     /// Runs `f` with the CPU thread choice of `set_cpu_threads` (every call of the CPU engine

@@ -55,7 +55,7 @@ impl Playground {
     /// Whether the run's supervised stage is still to train (the RBM stack is done).
     pub fn supervised_pending(&self) -> bool {
         let configured = self.config.as_ref().is_some_and(|c| c.supervised.is_some());
-        configured && self.supervised.is_none() && self.trainer.as_ref().is_some_and(|t| t.finished())
+        configured && self.supervised.is_none() && self.stack.borrow().as_ref().is_some_and(|stack| stack.finished())
     }
 
     /// Trains the supervised layers (and fine-tunes, if configured) on the run's training
@@ -63,14 +63,14 @@ impl Playground {
     /// and a stage stops when `cancel[0] != 0`. On error nothing changes.
     pub fn train_supervised(&mut self, on_progress: &js_sys::Function, cancel: Option<js_sys::Int32Array>) -> Result<JsValue, JsError> {
         let config = self.config.as_ref().and_then(|c| c.supervised.clone()).ok_or_else(|| JsError::new("this run has no supervised stage: add supervised layers and press Train"))?;
-        let trainer = self.trainer.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        if !trainer.finished() {
-            return Err(JsError::new("the RBM layers are still training: the supervised stage comes after them"));
-        }
+        let mut dbn = match self.stack.borrow().as_ref() {
+            None => return Err(JsError::new("press Train first: no model is being trained")),
+            Some(stack) if !stack.finished() => return Err(JsError::new("the RBM layers are still training: the supervised stage comes after them")),
+            Some(stack) => stack.greedy().dbn.clone(),
+        };
         let data = self.training_data.as_ref().ok_or_else(|| JsError::new("this model was loaded, not trained here: press Train to start a run"))?;
         let targets = training_targets(data).ok_or_else(|| JsError::new(&format!("{}: the data have no labels or target variables to learn", data.name)))?;
         let inputs = dataset_inputs(data);
-        let mut dbn = trainer.dbn.clone();
         let mut stopped = false;
         let mut report = |stage: Stage, iteration: usize, criterion: f64| {
             if let Ok(progress) = to_js(&Progress { stage, iteration, criterion }) {
@@ -99,7 +99,7 @@ impl Playground {
         let fine_tuned = saved.fine_tuned;
         self.supervised = Some(saved.clone());
         // The views show the model as it now is: fine-tuning changed the RBM weights.
-        self.trainer.as_mut().expect("checked above").dbn = dbn;
+        self.stack.borrow_mut().as_mut().expect("checked above").greedy_mut().dbn = dbn;
         if fine_tuned {
             self.drop_chains();
         }

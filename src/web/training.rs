@@ -1,13 +1,14 @@
 //! Training from the page: start a run, step it (one unit of greedy work, or one batch, at a
 //! time, so the worker can post progress between steps), cancel, and the CPU thread choice.
-//! Every event also goes into `Playground::run` (`engine::run::TrainingRun`), which DEEP.LOG is written from.
+//! The run is the engine's (`engine::stack::StackRun`), whose record DEEP.LOG is written from.
 
 use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::data::Dataset;
 use crate::supervised::SupervisedConfig;
 use crate::train::memory::{describe_bytes, estimate_training_memory, RunShape};
-use crate::train::{BatchEvent, GreedyEvent, GreedyTrainer, StackConfig};
+use crate::engine::stack::StackRun;
+use crate::train::StackConfig;
 use wasm_bindgen::prelude::*;
 
 /// The most memory a run may need on the page: the threaded build's memory is capped at 1 GiB.
@@ -27,51 +28,29 @@ impl Playground {
         let training_cases = self.training_case_indices()?;
         check_sizes(&config, data, training_cases.len())?;
         let training_data = data.subset(&training_cases);
-        let mut trainer = GreedyTrainer::new(config.stack.clone(), &training_data).map_err(js_error)?;
-        if !self.split.held_out.is_empty() {
-            trainer = trainer.with_held_out(data.subset(&self.split.held_out));
-        }
+        let held_out = (!self.split.held_out.is_empty()).then(|| data.subset(&self.split.held_out));
+        let stack = StackRun::new(config.stack.clone(), &training_data, held_out).map_err(js_error)?;
         let plan = Plan::of(&config, data.n_inputs);
-        self.trainer = Some(trainer);
+        *self.stack.borrow_mut() = Some(stack);
         self.training_data = Some(training_data);
         self.config = Some(config);
-        self.run.clear();
         self.supervised = None;
         self.drop_chains();
-        self.release_gpu_layer();
         to_js(&plan)
     }
 
     pub fn training_finished(&self) -> bool {
-        self.trainer.as_ref().is_none_or(|t| t.finished())
+        self.stack.borrow().as_ref().is_none_or(StackRun::finished)
     }
 
     /// One unit of work (initialise a layer, one epoch, or close a layer); returns the
     /// `GreedyEvent` describing it. A layer that went on on the CPU after its device failed
     /// trains its next epoch here; one still on the device moves to the CPU first, exactly.
     pub fn step(&mut self) -> Result<JsValue, JsError> {
-        self.settle_gpu_layer()?;
-        self.drain_gpu_history();
-        let threads = self.cpu_threads;
-        let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
+        let mut stack = self.stack.borrow_mut();
+        let stack = stack.as_mut().ok_or_else(no_run)?;
         let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
-        let stop = trainer.current_trainer().and_then(|t| t.stopped);
-        let mut state = self.gpu.borrow_mut();
-        if state.busy {
-            return Err(JsError::new("a GPU epoch is running; step again when it has finished"));
-        }
-        let layer = &mut state.layer;
-        let event = on_cpu_threads(threads, || -> Result<GreedyEvent, JsError> {
-            if let Some(layer) = layer {
-                layer.move_to_cpu().map_err(js_error)?;
-                let index = layer.layer();
-                let event = layer.cpu_epoch(trainer, data).map_err(js_error)?;
-                return Ok(event.into_greedy(index).expect("a CPU epoch reports an epoch"));
-            }
-            trainer.step(&CpuBackend, data).map_err(js_error)
-        })?;
-        drop(state);
-        self.run.record(&event, stop);
+        let event = on_cpu_threads(self.cpu_threads, || stack.step(&CpuBackend, data)).map_err(js_error)?;
         to_js(&event)
     }
 
@@ -79,27 +58,10 @@ impl Playground {
     /// train (a layer to start or close). A layer training on the GPU moves to the CPU first,
     /// exactly (its last checkpoint), and continues there.
     pub fn step_batch(&mut self) -> Result<JsValue, JsError> {
-        self.settle_gpu_layer()?;
-        self.drain_gpu_history();
-        let threads = self.cpu_threads;
-        let trainer = self.trainer.as_mut().ok_or_else(no_run)?;
+        let mut stack = self.stack.borrow_mut();
+        let stack = stack.as_mut().ok_or_else(no_run)?;
         let data = self.training_data.as_ref().ok_or_else(loaded_not_trained)?;
-        let stop = trainer.current_trainer().and_then(|t| t.stopped);
-        let mut state = self.gpu.borrow_mut();
-        if state.busy {
-            return Err(JsError::new("a GPU epoch is running; step again when it has finished"));
-        }
-        let layer = &mut state.layer;
-        let event = on_cpu_threads(threads, || -> Result<BatchEvent, JsError> {
-            match layer {
-                Some(layer) => layer.cpu_batch(trainer, data).map_err(js_error),
-                None => trainer.step_batch(&CpuBackend, data).map_err(js_error),
-            }
-        })?;
-        drop(state);
-        if let BatchEvent::Greedy(greedy) = &event {
-            self.run.record(greedy, stop);
-        }
+        let event = on_cpu_threads(self.cpu_threads, || stack.step_batch(&CpuBackend, data)).map_err(js_error)?;
         to_js(&event)
     }
 
@@ -127,11 +89,8 @@ impl Playground {
 
     /// Ends the layer in training after its current epoch (Stop).
     pub fn cancel(&mut self) {
-        if let Some(trainer) = &mut self.trainer {
-            trainer.cancel_layer();
-        }
-        if let Some(layer) = self.gpu.borrow_mut().layer.as_mut() {
-            layer.cancel();
+        if let Some(stack) = self.stack.borrow_mut().as_mut() {
+            stack.cancel();
         }
     }
 }

@@ -11,8 +11,8 @@ use crate::supervised_stage::{self, SupervisedRun};
 use crate::train_settings::{describe_config_error, TrainArgs, TrainSettings};
 use crate::backend_choice::{self, BackendChoice};
 use deepbelief::backend::Backend;
-use deepbelief::engine::layer::{self, LayerEvent, LayerTrainer};
 use deepbelief::engine::run::TrainingRun;
+use deepbelief::engine::stack::{FellBack, StackEvent, StackRun};
 use deepbelief::engine::Engine;
 use deepbelief::data::split::spread_cases;
 use deepbelief::data::Dataset;
@@ -24,7 +24,6 @@ use deepbelief::report::atomic::AtomicFile;
 use deepbelief::report::classification::{ActivationSelection, Section};
 use deepbelief::report::png::encode_grey_png;
 use deepbelief::train::memory::RunShape;
-use deepbelief::train::greedy::propagate_dataset;
 use deepbelief::train::{GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
 use std::io::Write;
@@ -37,7 +36,7 @@ const FILTER_COLUMNS: usize = 10;
 pub fn run(args: TrainArgs) -> Result<(), String> {
     let settings = args.settings()?;
     let output = Output { json: settings.json };
-    // With a GPU the epochs run device-resident (see `train_layer_on_gpu`), and the work around
+    // With a GPU the epochs run device-resident (see `train_layers`), and the work around
     // them (initialisation trials, measurements, propagation, supervised training) runs on its
     // kernels through the `Backend` trait; otherwise all of it runs on the CPU reference.
     let engine = backend_choice::engine(settings.backend)?;
@@ -118,37 +117,33 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Drives the trainer one step at a time, measuring each layer before and after on a
-/// fixed set of cases propagated alongside the trainer's own data.
+/// Drives the engine's stack run unit by unit, each layer on the device where it can be (a
+/// layer the device cannot hold stays on the CPU, with a notice, unless `--backend gpu`
+/// demanded the GPU; a device lost mid-layer hands over to the CPU), measuring each layer
+/// before and after on a fixed set of cases.
 fn train_layers(settings: &TrainSettings, engine: &Engine, backend: &dyn Backend, dataset: &Dataset, output: Output) -> Result<(GreedyTrainer, TrainingRun), String> {
     let n_layers = settings.stack.layers.len();
-    let mut trainer = GreedyTrainer::new(settings.stack.clone(), dataset).map_err(train_error)?;
-    let mut measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
+    let measured = dataset.subset(&spread_cases(dataset.n_cases, MEASURED_CASES));
+    let mut stack = StackRun::new(settings.stack.clone(), dataset, None).map_err(train_error)?.measuring(measured);
     let mut progress = Progress::new(output);
-    let mut run = TrainingRun::default();
-    // A device that failed is not asked again: later layers train on the CPU.
-    let mut gpu = engine.is_gpu();
     loop {
-        let stop_before = trainer.current_trainer().and_then(|t| t.stopped);
-        let event = trainer.step(backend, dataset).map_err(train_error)?;
-        run.record(&event, stop_before);
-        match event {
-            GreedyEvent::LayerStarted { layer, .. } => {
-                let initial = &trainer.current_trainer().expect("a layer has just started").rbm;
-                run.layer_mut(layer).expect("just recorded").init_error = Some(initial.reconstruction_error(backend, &measured, usize::MAX));
+        match pollster::block_on(stack.unit(backend, dataset)).map_err(train_error)? {
+            StackEvent::Greedy(GreedyEvent::LayerStarted { layer, .. }) => {
                 progress.layer_started(layer, n_layers, settings.stack.rbm.epochs);
-                if gpu {
-                    gpu = train_layer_on_gpu(engine, &mut trainer, dataset, layer, &mut progress, &mut run, settings.backend)?;
+                if engine.is_gpu() {
+                    match stack.place_on_device(engine, dataset) {
+                        Ok(_) => {}
+                        Err(e) if settings.backend == BackendChoice::Gpu => return Err(format!("--backend gpu: layer {}: {e}", layer + 1)),
+                        Err(e) => eprintln!("notice: layer {} trains on the CPU: {e}", layer + 1),
+                    }
                 }
             }
-            GreedyEvent::Epoch { layer, report, metrics } => progress.epoch(layer, &report, metrics.as_ref()),
-            GreedyEvent::LayerFinished { layer } => {
-                let rbm = &trainer.dbn.layers[layer];
-                let mut outcome = run.layers[layer].outcome();
-                outcome.finish(backend, rbm, &measured);
-                let record = run.layer_mut(layer).expect("a layer finishes after it starts");
-                record.final_error = Some(outcome.final_error);
-                record.activity = outcome.activity;
+            StackEvent::Greedy(GreedyEvent::Epoch { layer, report, metrics }) => progress.epoch(layer, &report, metrics.as_ref()),
+            StackEvent::FellBack(FellBack { layer, message, resumed_at }) => {
+                eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {resumed_at}", layer + 1)
+            }
+            StackEvent::Greedy(GreedyEvent::LayerFinished { layer }) => {
+                let outcome = stack.record().layers[layer].outcome();
                 progress.layer_finished(
                     layer,
                     n_layers,
@@ -160,50 +155,12 @@ fn train_layers(settings: &TrainSettings, engine: &Engine, backend: &dyn Backend
                         stop_description(outcome.stop, &settings.stack)
                     ),
                 );
-                if layer + 1 < n_layers {
-                    measured = propagate_dataset(backend, rbm, &measured);
-                }
             }
-            GreedyEvent::Finished => break,
+            StackEvent::Greedy(GreedyEvent::Finished) => break,
         }
     }
-    Ok((trainer, run))
-}
-
-/// Trains the layer just started on the GPU, epoch by epoch (`engine::layer`), then hands the
-/// weights back to the greedy trainer. A layer the device cannot hold (adapter limits) stays on
-/// the CPU, with a notice, unless `--backend gpu` demanded the GPU; a device lost mid-layer
-/// hands over to the CPU. Returns whether the next layer may use the device.
-fn train_layer_on_gpu(
-    engine: &Engine,
-    trainer: &mut GreedyTrainer,
-    dataset: &Dataset,
-    layer: usize,
-    progress: &mut Progress,
-    run: &mut TrainingRun,
-    choice: BackendChoice,
-) -> Result<bool, String> {
-    let on_device = match LayerTrainer::on_device(engine, trainer, dataset) {
-        Ok(on_device) => on_device,
-        Err(e) if choice == BackendChoice::Gpu => return Err(format!("--backend gpu: layer {}: {e}", layer + 1)),
-        Err(e) => {
-            eprintln!("notice: layer {} trains on the CPU: {e}", layer + 1);
-            return Ok(false);
-        }
-    };
-    let mut fell_back = false;
-    let on_event = |event: LayerEvent| {
-        run.record_layer_event(layer, &event);
-        match event {
-            LayerEvent::Epoch { report, metrics } => progress.epoch(layer, &report, metrics.as_ref()),
-            LayerEvent::FellBack { message, resumed_at } => {
-                eprintln!("notice: layer {}: the GPU failed ({message}); continuing on the CPU from epoch {resumed_at}", layer + 1);
-                fell_back = true;
-            }
-        }
-    };
-    pollster::block_on(layer::train_layer(on_device, trainer, dataset, on_event)).map_err(train_error)?;
-    Ok(!fell_back)
+    let run = stack.record().clone();
+    Ok((stack.into_greedy(), run))
 }
 
 fn train_error(error: TrainError) -> String {
