@@ -1,15 +1,11 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The CD-1 slice on real MNIST: training must lower the reconstruction error.
 
-use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::idx::load_idx_dataset;
-use deepbelief::train::{CdConfig, CdTrainer, TrainError};
-use std::path::Path;
+mod support;
 
-fn train_10k() -> deepbelief::data::Dataset {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mnist/train-10k-images-idx3-ubyte.gz"));
-    load_idx_dataset(path, None).expect("the shared MNIST training file")
-}
+use deepbelief::backend::cpu::CpuBackend;
+use deepbelief::train::{CdConfig, CdTrainer, TrainError};
+use support::mnist::train_10k;
 
 #[test]
 fn cd1_lowers_reconstruction_error_within_three_epochs() {

@@ -3,14 +3,14 @@
 //! training, written for unsupervised models too, and by `test` for test data; every value
 //! against the model's own forward pass.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::load_idx_dataset;
 use deepbelief::format::read_model;
 use deepbelief::supervised::complete_network;
 use deepbelief::supervised::evaluation::dataset_inputs;
+use support::cli::*;
 
 /// The small data set's inputs as the model's first layer sees them.
 fn small_inputs() -> Vec<f32> {

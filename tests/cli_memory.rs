@@ -3,13 +3,13 @@
 //! `--max-memory`) is refused at once, with the figure and the limit; and the estimate
 //! (`train::memory`, shared with the page) covers what a run really takes.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::format::read_model;
 use deepbelief::train::memory::{estimate_training_memory, RunShape};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::cli::*;
 
 /// Runs `args`, killing the process if it outlives `limit`; returns (success, stderr, seconds).
 fn run_with_limit(args: &[&str], limit: Duration) -> (bool, String, f64) {

@@ -2,13 +2,13 @@
 //! The saved-model format (docs/MODEL_FORMAT.md): round trips, the version-1 conversion, and
 //! a specific error for each kind of damage, from the library and through the CLI.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::data::Standardisation;
 use deepbelief::format::{from_json, to_json, LayerTraining, SavedDbn};
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
 use deepbelief::train::{StackConfig, StopReason};
+use support::cli::*;
 
 /// A small two-layer model with distinct, exactly representable values.
 fn two_layer_model() -> SavedDbn {

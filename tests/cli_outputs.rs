@@ -1,12 +1,12 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! What a trained model gives back: `sample` PNGs, `export` NumPy archives, `eval` figures.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::format::read_model;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use support::cli::*;
 
 /// One small trained model shared by this file's tests.
 fn model_dir() -> &'static Path {

@@ -3,12 +3,12 @@
 //! outputs byte for byte, a successful one leaves no temporary files, and a second run into
 //! a folder in use is refused while a lock left by a killed run is taken over.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::cli::*;
 
 const LOCK_FILE: &str = ".deepbelief.lock";
 const TRAIN_OUTPUTS: [&str; 3] = ["DEEP.LOG", "filters.png", "model.json"];

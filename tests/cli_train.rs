@@ -2,10 +2,10 @@
 //! `deepbelief train`: its files, its JSON, settings from TOML and flags, and the errors bad
 //! settings get.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::format::read_model;
+use support::cli::*;
 
 #[test]
 fn train_writes_model_log_and_filters_and_reports_progress() {

@@ -1,16 +1,11 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! The backend-neutral suite (tests/backend_suite) on the CPU reference backend.
+//! The backend-neutral suite (tests/support/backend_suite.rs) on the CPU reference backend.
 
-mod backend_suite;
+mod support;
 
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{load_idx_dataset, Dataset};
-use std::path::Path;
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist").take_first(n)
-}
+use support::backend_suite;
+use support::mnist::mnist;
 
 #[test]
 fn visible_to_hidden_matches_loops() {

@@ -2,21 +2,17 @@
 //! The CPU backend gives bit-identical results whatever the number of rayon threads: its work
 //! split depends only on the shapes, never on `current_num_threads()`.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
-use deepbelief::data::load_idx_dataset;
 use deepbelief::rng::{Purpose, RngStream};
 use deepbelief::train::{CdConfig, CdTrainer};
-use std::path::Path;
-
-const MNIST_10K: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
+use support::check::wave;
+use support::mnist::{mnist, shared_mnist};
 
 fn in_pool<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> T {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool").install(work)
-}
-
-fn values(n: usize, seed: f32) -> Vec<f32> {
-    (0..n).map(|k| (k as f32 * seed).sin() * 0.8).collect()
 }
 
 fn assert_bit_identical(what: &str, a: &[f32], b: &[f32]) {
@@ -28,14 +24,14 @@ fn assert_bit_identical(what: &str, a: &[f32], b: &[f32]) {
 /// Every backend op on a (rows, n_visible, n_hidden) shape, in a pool of `threads` threads.
 fn ops_on(threads: usize, (rows, nv, nh): (usize, usize, usize)) -> [Vec<f32>; 4] {
     in_pool(threads, || {
-        let (w, v, h) = (values(nv * nh, 0.31), values(rows * nv, 0.17), values(rows * nh, 0.41));
-        let (b, c) = (values(nv, 0.5), values(nh, 0.9));
+        let (w, v, h) = (wave(nv * nh, 0.31), wave(rows * nv, 0.17), wave(rows * nh, 0.41));
+        let (b, c) = (wave(nv, 0.5), wave(nh, 0.9));
         let weights = Weights { values: &w, n_visible: nv, n_hidden: nh };
         let mut hidden = vec![0.0; rows * nh];
         CpuBackend.visible_to_hidden(weights, &v, &c, Activation::Sigmoid, &mut hidden);
         let mut visible = vec![0.0; rows * nv];
         CpuBackend.hidden_to_visible(weights, &h, &b, Activation::Linear, &mut visible);
-        let mut gradient = values(nv * nh, 0.7);
+        let mut gradient = wave(nv * nh, 0.7);
         CpuBackend.accumulate_outer((nv, nh), &v, &h, -0.25, &mut gradient);
         CpuBackend.accumulate_outer((nv, nh), &visible, &hidden, 0.5, &mut gradient);
         let mut samples = vec![0.0; rows * nh];
@@ -60,12 +56,12 @@ fn backend_ops_do_not_depend_on_the_thread_count() {
 
 #[test]
 fn training_gives_bit_identical_weights_on_1_and_4_threads() {
-    let path = Path::new(MNIST_10K);
+    let path = shared_mnist("train-10k-images-idx3-ubyte.gz");
     if !path.exists() {
-        eprintln!("skipped: {MNIST_10K} is missing");
+        eprintln!("skipped: {} is missing", path.display());
         return;
     }
-    let data = load_idx_dataset(path, None).expect("MNIST subset").take_first(2000);
+    let data = mnist(2000);
     // Hinton's plain CD-1, and the default recipe (adaptive rates, sparsity, random trials).
     let configs = [
         CdConfig { n_hidden: 100, epochs: 2, seed: 11, ..CdConfig::hinton() },

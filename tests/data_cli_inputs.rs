@@ -2,10 +2,10 @@
 //! Bad data files given to the CLI: each is refused with a message that names the file and
 //! says what was found and what was expected.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use std::path::{Path, PathBuf};
+use support::cli::*;
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);

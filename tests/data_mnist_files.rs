@@ -1,22 +1,17 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The real MNIST files in ../shared/data/mnist read as the published data.
 
-use std::path::Path;
+mod support;
 
 use deepbelief::data::idx::{load_idx_dataset, read_idx_images, read_idx_labels};
 use deepbelief::data::CaseValues;
-
-const MNIST_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mnist/");
-
-fn mnist(file: &str) -> std::path::PathBuf {
-    Path::new(MNIST_DIR).join(file)
-}
+use support::mnist::shared_mnist;
 
 #[test]
 fn t10k_has_10000_digits_of_28x28_starting_with_a_7() {
     let dataset = load_idx_dataset(
-        &mnist("t10k-images-idx3-ubyte.gz"),
-        Some(&mnist("t10k-labels-idx1-ubyte.gz")),
+        &shared_mnist("t10k-images-idx3-ubyte.gz"),
+        Some(&shared_mnist("t10k-labels-idx1-ubyte.gz")),
     )
     .unwrap();
     assert_eq!(dataset.name, "t10k-images-idx3-ubyte.gz");
@@ -42,8 +37,8 @@ fn t10k_has_10000_digits_of_28x28_starting_with_a_7() {
 
 #[test]
 fn train_10k_has_10000_digits_starting_with_a_5() {
-    let images = read_idx_images(&mnist("train-10k-images-idx3-ubyte.gz")).unwrap();
-    let labels = read_idx_labels(&mnist("train-10k-labels-idx1-ubyte.gz")).unwrap();
+    let images = read_idx_images(&shared_mnist("train-10k-images-idx3-ubyte.gz")).unwrap();
+    let labels = read_idx_labels(&shared_mnist("train-10k-labels-idx1-ubyte.gz")).unwrap();
     assert_eq!((images.count, images.rows, images.cols), (10_000, 28, 28));
     assert_eq!(images.pixels.len(), 10_000 * 784);
     assert_eq!(labels.len(), 10_000);
@@ -52,7 +47,7 @@ fn train_10k_has_10000_digits_starting_with_a_5() {
 
 #[test]
 fn missing_file_is_an_io_error_naming_the_path() {
-    let path = mnist("no-such-file-idx3-ubyte.gz");
+    let path = shared_mnist("no-such-file-idx3-ubyte.gz");
     let error = read_idx_images(&path).unwrap_err();
     assert!(matches!(error.kind, deepbelief::data::DataErrorKind::Io(_)));
     assert!(error.to_string().starts_with(&path.display().to_string()));

@@ -18,11 +18,12 @@
 //! which lets the shader compiler contract or reorder a multiply-add differently; a change of
 //! the training logic moves the weights by far more than that.
 
+mod support;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const CASES: usize = 500;
+use support::cli::{binary, shared_mnist, small_images, small_labels, temp_dir};
 const SAMPLES: usize = 16;
 const GPU_TOLERANCE: f64 = 1e-5;
 const LAVAPIPE: &str = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
@@ -31,36 +32,10 @@ fn fixture_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/engine_unchanged.json")
 }
 
-fn shared_mnist(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist").join(name)
-}
-
-fn binary() -> PathBuf {
-    std::env::var_os("DEEPBELIEF_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_deepbelief")))
-}
-
-fn temp_dir(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("deepbelief-engine-unchanged-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    dir
-}
-
 /// The first 500 images and labels as raw IDX files, or `None` when the shared data is absent.
 fn small_data() -> Option<(PathBuf, PathBuf)> {
-    use deepbelief::data::idx::{encode_idx_images, encode_idx_labels, read_idx_images, read_idx_labels, IdxImages};
     let (images, labels) = (shared_mnist("train-10k-images-idx3-ubyte.gz"), shared_mnist("train-10k-labels-idx1-ubyte.gz"));
-    if !images.exists() || !labels.exists() {
-        return None;
-    }
-    let all = read_idx_images(&images).expect("the shared MNIST training images");
-    let small = IdxImages { count: CASES, rows: all.rows, cols: all.cols, pixels: all.pixels[..CASES * all.rows * all.cols].to_vec() };
-    let dir = temp_dir("data");
-    let (image_path, label_path) = (dir.join("train-500-images-idx3-ubyte"), dir.join("train-500-labels-idx1-ubyte"));
-    std::fs::write(&image_path, encode_idx_images(&small)).expect("write the small images");
-    let all_labels = read_idx_labels(&labels).expect("the shared MNIST labels");
-    std::fs::write(&label_path, encode_idx_labels(&all_labels[..CASES])).expect("write the small labels");
-    Some((image_path, label_path))
+    (images.exists() && labels.exists()).then(|| (small_images().to_path_buf(), small_labels().to_path_buf()))
 }
 
 /// One run: its name, whether it runs on the GPU, and the flags after the common ones.

@@ -2,9 +2,10 @@
 //! Exact partition functions against brute force, the exact gradient against finite
 //! differences, and AIS against the exact log Z.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend};
-use deepbelief::data::idx::load_idx_dataset;
 use deepbelief::data::Dataset;
 use deepbelief::eval::{
     ais_log_likelihood, ais_log_partition, base_rate_visible_bias, exact_gradient, exact_log_likelihood, exact_log_partition, free_energy, free_energy_f64, log_partition_by_enumerating,
@@ -14,22 +15,9 @@ use deepbelief::model::{Rbm, VisibleUnits};
 use deepbelief::rng::{Purpose, RngStream};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::path::Path;
 use std::time::Instant;
-
-/// Weights uniform in ±`weight_scale`, biases uniform in ±`bias_scale`.
-fn random_rbm(visible_units: VisibleUnits, n_visible: usize, n_hidden: usize, weight_scale: f32, bias_scale: f32, seed: u64) -> Rbm {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut uniform = |scale: f32, n: usize| (0..n).map(|_| scale * (2.0 * rng.random::<f32>() - 1.0)).collect::<Vec<f32>>();
-    let weights = uniform(weight_scale, n_visible * n_hidden);
-    let visible_bias = uniform(bias_scale, n_visible);
-    let hidden_bias = uniform(bias_scale, n_hidden);
-    Rbm { visible_units, n_visible, n_hidden, weights, visible_bias, hidden_bias }
-}
-
-fn float_dataset(n_inputs: usize, values: Vec<f32>) -> Dataset {
-    Dataset::from_floats("hand-made", n_inputs, values)
-}
+use support::fixtures::{float_dataset, random_rbm};
+use support::mnist::mnist;
 
 /// The bits of `state` as 0/1 values, unit 0 first.
 fn bits(state: usize, n: usize) -> Vec<f32> {
@@ -290,8 +278,7 @@ fn mnist_rbm_trained_by_cd1(data: &Dataset, n_hidden: usize) -> Rbm {
 
 #[test]
 fn ais_matches_exact_log_partition_of_an_rbm_trained_on_mnist() {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mnist/train-10k-images-idx3-ubyte.gz"));
-    let data = load_idx_dataset(path, None).expect("the shared MNIST training file").take_first(2000);
+    let data = mnist(2000);
     let rbm = mnist_rbm_trained_by_cd1(&data, 15);
     let largest_weight = rbm.weights.iter().fold(0.0f32, |m, w| m.max(w.abs()));
     eprintln!("trained 784×15: largest |w| {largest_weight:.3}");

@@ -3,25 +3,14 @@
 //! exact expectation, hidden unit statistics against direct formulas, reconstruction errors
 //! against the model's own reconstruction error and the cross-entropy written out.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::Dataset;
 use deepbelief::eval::{free_energy, free_energy_f64, hidden_unit_statistics, mean_free_energy, pseudo_log_likelihood, reconstruction_errors, EvalError};
 use deepbelief::model::{Rbm, VisibleUnits};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn random_rbm(visible_units: VisibleUnits, n_visible: usize, n_hidden: usize, scale: f32, seed: u64) -> Rbm {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut uniform = |n: usize| (0..n).map(|_| scale * (2.0 * rng.random::<f32>() - 1.0)).collect::<Vec<f32>>();
-    let weights = uniform(n_visible * n_hidden);
-    let visible_bias = uniform(n_visible);
-    let hidden_bias = uniform(n_hidden);
-    Rbm { visible_units, n_visible, n_hidden, weights, visible_bias, hidden_bias }
-}
-
-fn float_dataset(n_inputs: usize, values: Vec<f32>) -> Dataset {
-    Dataset::from_floats("hand-made", n_inputs, values)
-}
+use support::fixtures::{float_dataset, random_rbm};
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
@@ -49,7 +38,7 @@ fn full_pseudo_log_likelihood(rbm: &Rbm, v: &[f32]) -> f64 {
 
 #[test]
 fn pseudo_log_likelihood_averages_to_its_exact_expectation() {
-    let rbm = random_rbm(VisibleUnits::Bernoulli, 6, 4, 1.5, 1);
+    let rbm = random_rbm(VisibleUnits::Bernoulli, 6, 4, 1.5, 1.5, 1);
     // Values either side of 0.5 check the binarisation: 0.7 counts as 1, 0.3 as 0.
     let raw = vec![
         1.0, 0.0, 1.0, 1.0, 0.0, 0.0, //
@@ -107,7 +96,7 @@ fn pseudo_log_likelihood_prefers_biases_that_match_the_data() {
 
 #[test]
 fn pseudo_log_likelihood_refuses_gaussian_visible_units() {
-    let rbm = random_rbm(VisibleUnits::Gaussian, 3, 2, 0.5, 4);
+    let rbm = random_rbm(VisibleUnits::Gaussian, 3, 2, 0.5, 0.5, 4);
     let data = float_dataset(3, vec![0.1, -0.2, 0.3]);
     assert!(matches!(pseudo_log_likelihood(&CpuBackend, &rbm, &data, 1, 0), Err(EvalError::GaussianVisibleUnits { .. })));
 }
@@ -115,7 +104,7 @@ fn pseudo_log_likelihood_refuses_gaussian_visible_units() {
 #[test]
 fn hidden_unit_statistics_match_direct_moments() {
     // 600 cases: three batches whose moments are merged.
-    let rbm = random_rbm(VisibleUnits::Bernoulli, 5, 3, 2.0, 5);
+    let rbm = random_rbm(VisibleUnits::Bernoulli, 5, 3, 2.0, 2.0, 5);
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let values: Vec<f32> = (0..600 * 5).map(|_| rng.random::<f32>()).collect();
     let data = float_dataset(5, values.clone());
@@ -159,7 +148,7 @@ fn hidden_unit_statistics_of_a_two_valued_unit_and_a_flat_one() {
 
 #[test]
 fn reconstruction_errors_match_the_definitions() {
-    let rbm = random_rbm(VisibleUnits::Bernoulli, 7, 4, 1.0, 7);
+    let rbm = random_rbm(VisibleUnits::Bernoulli, 7, 4, 1.0, 1.0, 7);
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let values: Vec<f32> = (0..300 * 7).map(|_| rng.random::<f32>()).collect();
     let data = float_dataset(7, values.clone());
@@ -184,7 +173,7 @@ fn reconstruction_errors_match_the_definitions() {
     let reported = errors.cross_entropy.unwrap();
     assert!((reported - cross_entropy).abs() < 1e-5 * cross_entropy, "{reported} vs {cross_entropy}");
 
-    let gaussian = random_rbm(VisibleUnits::Gaussian, 7, 4, 0.5, 9);
+    let gaussian = random_rbm(VisibleUnits::Gaussian, 7, 4, 0.5, 0.5, 9);
     let gaussian_errors = reconstruction_errors(&CpuBackend, &gaussian, &data, 300);
     assert_eq!(gaussian_errors.cross_entropy, None);
     assert!((gaussian_errors.mean_squared_error - gaussian.reconstruction_error(&CpuBackend, &data, 300)).abs() < 1e-6);
@@ -193,7 +182,7 @@ fn reconstruction_errors_match_the_definitions() {
 #[test]
 fn batched_free_energies_match_the_f64_reference() {
     for units in [VisibleUnits::Bernoulli, VisibleUnits::Gaussian] {
-        let rbm = random_rbm(units, 30, 12, 1.0, 10);
+        let rbm = random_rbm(units, 30, 12, 1.0, 1.0, 10);
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         let values: Vec<f32> = (0..700 * 30).map(|_| rng.random::<f32>()).collect();
         let data = float_dataset(30, values.clone());

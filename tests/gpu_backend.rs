@@ -1,17 +1,17 @@
 #![cfg(not(target_arch = "wasm32"))]
-//! The backend-neutral suite (tests/backend_suite) on the wgpu kernels through `GpuBackend`
+//! The backend-neutral suite (tests/support/backend_suite.rs) on the wgpu kernels through `GpuBackend`
 //! (natively; on Mesa lavapipe in CI:
 //! `WGPU_BACKEND=vulkan VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json cargo test --test gpu_backend`).
 
-mod backend_suite;
+mod support;
 
 use deepbelief::gpu::blocking_backend::GpuBackend;
-use deepbelief::gpu::GpuContext;
-use deepbelief::data::{load_idx_dataset, Dataset};
-use std::path::Path;
+use support::backend_suite;
+use support::device::context;
+use support::mnist::mnist;
 
 fn backend() -> GpuBackend {
-    let backend = GpuBackend::new(pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)"));
+    let backend = GpuBackend::new(context());
     eprintln!("{}", deepbelief::backend::Backend::describe(&backend));
     backend
 }
@@ -19,11 +19,6 @@ fn backend() -> GpuBackend {
 /// Every call of a test ran on the device (none fell back to the CPU).
 fn on_device(backend: &GpuBackend) {
     assert!(!backend.has_failed(), "a call fell back to the CPU");
-}
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist").take_first(n)
 }
 
 #[test]

@@ -2,34 +2,16 @@
 //! GPU evaluation, generative chains and AIS (src/gpu/{evaluate,chains,ais}.rs) against the CPU
 //! reference, natively on lavapipe:
 //! `WGPU_BACKEND=vulkan VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json cargo test --test gpu_eval -- --nocapture`.
-//! The bodies live in tests/common_gpu_eval and also run in headless Chromium
+//! The bodies live in tests/support/gpu_eval.rs and also run in headless Chromium
 //! (tests/web_gpu_eval.rs).
 
-mod common_gpu_eval;
+mod support;
 
-use common_gpu_eval::{random_rbm, stroke_bytes, Outcome};
-use deepbelief::data::{load_idx_dataset, Dataset};
-use deepbelief::gpu::GpuContext;
 use deepbelief::model::VisibleUnits;
-use std::path::Path;
-
-fn context() -> GpuContext {
-    let ctx = pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
-    eprintln!("adapter: {:?}", ctx.summary());
-    ctx
-}
-
-fn check(outcome: Outcome) {
-    match outcome {
-        Ok(report) => eprintln!("{report}"),
-        Err(reason) => panic!("{reason}"),
-    }
-}
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist (see /work/shared/TOOLCHAIN.md)").take_first(n)
-}
+use support::check::check;
+use support::device::context;
+use support::gpu_eval::{self, random_rbm, stroke_bytes};
+use support::mnist::mnist;
 
 #[test]
 fn evaluation_matches_cpu_on_mnist() {
@@ -37,22 +19,22 @@ fn evaluation_matches_cpu_on_mnist() {
     // 2500 cases: chunks of 1024 plus a tail; max_cases 2000 spreads them.
     let data = mnist(2500);
     let rbm = random_rbm(784, 200, 1, 0.05, VisibleUnits::Bernoulli);
-    check(pollster::block_on(common_gpu_eval::evaluation_matches_cpu(&ctx, &rbm, &data, 2000, 1e-5)));
+    check(pollster::block_on(gpu_eval::evaluation_matches_cpu(&ctx, &rbm, &data, 2000, 1e-5)));
 }
 
 #[test]
 fn evaluation_matches_cpu_on_small_random_rbms() {
     let ctx = context();
     let data = stroke_bytes(300, 37, 5);
-    check(pollster::block_on(common_gpu_eval::evaluation_matches_cpu(&ctx, &random_rbm(37, 13, 2, 0.5, VisibleUnits::Bernoulli), &data, usize::MAX, 1e-5)));
-    let floats = common_gpu_eval::binarised(&stroke_bytes(70, 20, 6));
-    check(pollster::block_on(common_gpu_eval::evaluation_matches_cpu(&ctx, &random_rbm(20, 300, 3, 0.3, VisibleUnits::Gaussian), &floats, usize::MAX, 1e-5)));
+    check(pollster::block_on(gpu_eval::evaluation_matches_cpu(&ctx, &random_rbm(37, 13, 2, 0.5, VisibleUnits::Bernoulli), &data, usize::MAX, 1e-5)));
+    let floats = gpu_eval::binarised(&stroke_bytes(70, 20, 6));
+    check(pollster::block_on(gpu_eval::evaluation_matches_cpu(&ctx, &random_rbm(20, 300, 3, 0.3, VisibleUnits::Gaussian), &floats, usize::MAX, 1e-5)));
 }
 
 #[test]
 fn propagation_matches_cpu_on_mnist() {
     let ctx = context();
-    check(pollster::block_on(common_gpu_eval::propagation_matches_cpu(&ctx, &mnist(5000), &[300, 50])));
+    check(pollster::block_on(gpu_eval::propagation_matches_cpu(&ctx, &mnist(5000), &[300, 50])));
 }
 
 #[test]
@@ -62,12 +44,12 @@ fn generative_chains_match_cpu() {
     let cases: Vec<usize> = (0..64).map(|k| k * 4 + 1).collect();
     // Two layers, started from data; a one-layer model from random states across a submission
     // boundary (40 steps > 32 per submission); Gaussian visible units.
-    let dbn = common_gpu_eval::random_dbn(784, &[120, 60], 0.1, VisibleUnits::Bernoulli);
-    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &dbn, Some((&data, &cases)), 0, 10, 0.0, 0.9)));
-    let one = common_gpu_eval::random_dbn(784, &[100], 0.1, VisibleUnits::Bernoulli);
-    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &one, None, 50, 40, 0.0, 0.9)));
-    let gaussian = common_gpu_eval::random_dbn(30, &[20], 0.1, VisibleUnits::Gaussian);
-    check(pollster::block_on(common_gpu_eval::chains_match_cpu(&ctx, &gaussian, None, 40, 12, 1e-3, 0.9)));
+    let dbn = gpu_eval::random_dbn(784, &[120, 60], 0.1, VisibleUnits::Bernoulli);
+    check(pollster::block_on(gpu_eval::chains_match_cpu(&ctx, &dbn, Some((&data, &cases)), 0, 10, 0.0, 0.9)));
+    let one = gpu_eval::random_dbn(784, &[100], 0.1, VisibleUnits::Bernoulli);
+    check(pollster::block_on(gpu_eval::chains_match_cpu(&ctx, &one, None, 50, 40, 0.0, 0.9)));
+    let gaussian = gpu_eval::random_dbn(30, &[20], 0.1, VisibleUnits::Gaussian);
+    check(pollster::block_on(gpu_eval::chains_match_cpu(&ctx, &gaussian, None, 40, 12, 1e-3, 0.9)));
 }
 
 #[test]
@@ -75,7 +57,7 @@ fn ais_follows_cpu_runs_on_short_schedules() {
     let ctx = context();
     let data = mnist(500);
     let rbm = random_rbm(784, 40, 7, 0.05, VisibleUnits::Bernoulli);
-    check(pollster::block_on(common_gpu_eval::ais_matches_cpu_run_for_run(&ctx, &rbm, &data, 40, 20, 1e-5)));
+    check(pollster::block_on(gpu_eval::ais_matches_cpu_run_for_run(&ctx, &rbm, &data, 40, 20, 1e-5)));
 }
 
 #[test]
@@ -84,16 +66,14 @@ fn ais_estimates_exact_log_z_of_small_rbms() {
     // 40 visible, 12 hidden: log Z by enumerating the hidden side.
     let data = stroke_bytes(400, 40, 9);
     let rbm = random_rbm(40, 12, 8, 0.6, VisibleUnits::Bernoulli);
-    check(pollster::block_on(common_gpu_eval::ais_matches_exact_log_z(&ctx, &rbm, &data, 400, 1000, 0.05)));
+    check(pollster::block_on(gpu_eval::ais_matches_exact_log_z(&ctx, &rbm, &data, 400, 1000, 0.05)));
 }
-
-mod cli_common;
 
 /// `deepbelief eval` and `deepbelief sample` with `--backend gpu` (lavapipe here; `auto` would
 /// refuse a software adapter) against `--backend cpu` on a small trained two-layer model.
 #[test]
 fn cli_eval_and_sample_on_the_gpu_match_the_cpu() {
-    use cli_common::{last_json, run_ok, small_images, train_small_model};
+    use support::cli::{last_json, run_ok, small_images, train_small_model};
     let (model, _) = train_small_model("gpu-eval-model");
     let (model, images) = (model.to_str().unwrap(), small_images().to_str().unwrap());
     let eval = |backend: &str, binarize: bool| {
@@ -122,7 +102,7 @@ fn cli_eval_and_sample_on_the_gpu_match_the_cpu() {
             close(&cpu[key], &gpu[key], 1e-4, key);
         }
     }
-    let dir = cli_common::temp_dir("gpu-sample");
+    let dir = support::cli::temp_dir("gpu-sample");
     let sample = |backend: &str, from_data: bool| {
         let out = dir.join(format!("{backend}-{from_data}.png"));
         let out = out.to_str().unwrap().to_string();

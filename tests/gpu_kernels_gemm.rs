@@ -1,51 +1,38 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The Philox, GEMM and sampling kernels on native wgpu (Mesa lavapipe in CI) against the CPU
-//! reference. The test bodies live in tests/common_gpu and also run in headless Chromium
+//! reference. The test bodies live in tests/support/gpu_kernels.rs and also run in headless Chromium
 //! (tests/web_gpu_gemm.rs). Run with WGPU_BACKEND=vulkan
 //! VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json to pin lavapipe.
 
-mod common_gpu;
+mod support;
 
-use common_gpu::Outcome;
 use deepbelief::gpu::gemm::{GemmVariant, Tiling};
-use deepbelief::gpu::GpuContext;
-use std::path::Path;
-
-fn context() -> GpuContext {
-    let ctx = pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
-    eprintln!("adapter: {:?}", ctx.summary());
-    ctx
-}
-
-fn check(outcome: Outcome) {
-    match outcome {
-        Ok(report) => eprintln!("{report}"),
-        Err(reason) => panic!("{reason}"),
-    }
-}
+use support::check::check;
+use support::device::context;
+use support::gpu_kernels;
 
 #[test]
 fn philox_in_wgsl_is_bit_identical() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::philox_matches_cpu(&ctx)));
+    check(pollster::block_on(gpu_kernels::philox_matches_cpu(&ctx)));
 }
 
 #[test]
 fn gemm_products_match_cpu_on_rbm_and_odd_shapes() {
     let ctx = context();
     let shapes = [(100, 784, 500), (37, 53, 29), (1, 1, 1), (65, 130, 257), (129, 7, 131)];
-    check(pollster::block_on(common_gpu::gemm_matches_cpu(&ctx, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)])));
+    check(pollster::block_on(gpu_kernels::gemm_matches_cpu(&ctx, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)])));
 }
 
 #[test]
 fn gemm_u8_gather_matches_cpu_on_strokes_and_mnist() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::gemm_u8_gather_matches_cpu(&ctx, &common_gpu::stroke_pixels(300), 784)));
-    let images = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/t10k-images-idx3-ubyte.gz");
+    check(pollster::block_on(gpu_kernels::gemm_u8_gather_matches_cpu(&ctx, &gpu_kernels::stroke_pixels(300), 784)));
+    let images = support::mnist::shared_mnist("t10k-images-idx3-ubyte.gz");
     if images.exists() {
         let dataset = deepbelief::data::load_idx_dataset(&images, None).unwrap();
         let deepbelief::data::CaseValues::Bytes(bytes) = &dataset.values else { panic!("MNIST pixels are bytes") };
-        check(pollster::block_on(common_gpu::gemm_u8_gather_matches_cpu(&ctx, &bytes[..1000 * 784], 784)));
+        check(pollster::block_on(gpu_kernels::gemm_u8_gather_matches_cpu(&ctx, &bytes[..1000 * 784], 784)));
     } else {
         eprintln!("(no MNIST at {}: strokes only)", images.display());
     }
@@ -54,31 +41,31 @@ fn gemm_u8_gather_matches_cpu_on_strokes_and_mnist() {
 #[test]
 fn fused_bernoulli_matches_cpu() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::fused_bernoulli_matches_cpu(&ctx)));
+    check(pollster::block_on(gpu_kernels::fused_bernoulli_matches_cpu(&ctx)));
 }
 
 #[test]
 fn bernoulli_matches_cpu() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::bernoulli_matches_cpu(&ctx)));
+    check(pollster::block_on(gpu_kernels::bernoulli_matches_cpu(&ctx)));
 }
 
 #[test]
 fn gaussian_noise_matches_cpu() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::gaussian_noise_matches_cpu(&ctx)));
+    check(pollster::block_on(gpu_kernels::gaussian_noise_matches_cpu(&ctx)));
 }
 
 #[test]
 fn prepared_calls_slots_offsets_and_one_pass_chain() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::prepared_calls_and_offsets(&ctx)));
+    check(pollster::block_on(gpu_kernels::prepared_calls_and_offsets(&ctx)));
 }
 
 #[test]
 fn many_workgroups_fold_into_the_grid() {
     let ctx = context();
-    check(pollster::block_on(common_gpu::many_workgroups_fold(&ctx)));
+    check(pollster::block_on(gpu_kernels::many_workgroups_fold(&ctx)));
 }
 
 #[test]
@@ -91,7 +78,7 @@ fn gemm_throughput_is_measured() {
         (100, 784, 500, GemmVariant::U8GatherNn),
         (192, 576, 1024, GemmVariant::Nn),
     ];
-    check(pollster::block_on(common_gpu::throughput(&ctx, &shapes, 5)));
+    check(pollster::block_on(gpu_kernels::throughput(&ctx, &shapes, 5)));
 }
 
 /// The GFLOP/s table for the report (on a real GPU: `cargo test --release --test

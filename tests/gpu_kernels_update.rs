@@ -2,23 +2,17 @@
 //! The device-resident update, reduction, schedule and free-energy kernels against the CPU
 //! reference on native wgpu (Mesa lavapipe in CI):
 //! `WGPU_BACKEND=vulkan VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json cargo test --test gpu_kernels_update`.
-//! The checks live in `common_gpu_update`, shared with the web suite (`web_gpu_update.rs`).
+//! The checks live in tests/support/gpu_update.rs, shared with the web suite (`web_gpu_update.rs`).
 
-mod common_gpu_update;
+mod support;
 
-use common_gpu_update::*;
 use deepbelief::model::VisibleUnits;
 use deepbelief::train::config::Schedule;
+use support::check::check;
+use support::gpu_update::*;
 
 fn gpu() -> Gpu {
     pollster::block_on(Gpu::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)")
-}
-
-fn check(result: Check) {
-    match result {
-        Ok(line) => eprintln!("{line}"),
-        Err(message) => panic!("{message}"),
-    }
 }
 
 #[test]

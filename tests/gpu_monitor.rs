@@ -10,7 +10,7 @@
 //! (f32 sums on the device, f64 on the CPU), 1e-5 absolute for unit means and deviations, 1e-3
 //! relative for skewness.
 
-mod cli_common;
+mod support;
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::{load_idx_dataset, Dataset};
@@ -21,20 +21,13 @@ use deepbelief::gpu::GpuContext;
 use deepbelief::model::Rbm;
 use deepbelief::train::monitor::{measure_epoch, EpochMetrics};
 use deepbelief::train::{CdConfig, GreedyEvent, GreedyTrainer, StackConfig};
-use std::path::Path;
-
-fn mnist() -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist (see /work/shared/TOOLCHAIN.md)")
-}
-
-fn context() -> GpuContext {
-    pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)")
-}
+use support::device::context;
+use support::gpu_eval::unit_stat_gaps;
+use support::mnist::train_10k;
 
 /// 600 training digits and 200 held-out ones after them.
 fn train_and_held_out() -> (Dataset, Dataset) {
-    let all = mnist();
+    let all = train_10k();
     (all.take_first(600), all.subset(&(600..800).collect::<Vec<_>>()))
 }
 
@@ -84,14 +77,7 @@ fn disagreements(label: &str, gpu: &EpochMetrics, cpu: &EpochMetrics) -> Vec<Str
     if gpu.hidden_units.len() != cpu.hidden_units.len() {
         failures.push(format!("{label}: {} hidden units against {}", gpu.hidden_units.len(), cpu.hidden_units.len()));
     }
-    let (mut mean, mut sd, mut skew) = (0.0f64, 0.0f64, 0.0f64);
-    for (g, c) in gpu.hidden_units.iter().zip(&cpu.hidden_units) {
-        mean = mean.max((g.mean_activation - c.mean_activation).abs());
-        sd = sd.max((g.standard_deviation - c.standard_deviation).abs());
-        if c.standard_deviation > 1e-3 {
-            skew = skew.max((g.skewness - c.skewness).abs() / c.skewness.abs().max(1.0));
-        }
-    }
+    let (mean, sd, skew) = unit_stat_gaps(&gpu.hidden_units, &cpu.hidden_units);
     eprintln!("{label}: units max |Δmean| {mean:.1e} |Δsd| {sd:.1e} relative Δskew {skew:.1e}");
     if !(mean <= 1e-5 && sd <= 1e-5 && skew <= 1e-3) {
         failures.push(format!("{label}: unit statistics: |Δmean| {mean:e}, |Δsd| {sd:e}, relative Δskew {skew:e}"));
@@ -192,7 +178,7 @@ fn epochs_after_a_lost_device_carry_the_monitor() {
 /// the saved model (printed to 3 decimals; hidden units sorted, which neither figure sees).
 #[test]
 fn cli_gpu_epoch_lines_show_the_monitor() {
-    use cli_common::*;
+    use support::cli::*;
     let images = small_images();
     let out = temp_dir("gpu-monitor");
     let stdout = run_ok(&["train", "--train-images", images.to_str().unwrap(), "--rbm-layers", "30,20", "--epochs", "2", "--init-trials", "2", "--seed", "3", "--backend", "gpu", "--out", out.to_str().unwrap()]);
@@ -296,7 +282,7 @@ fn prepared_monitor_equals_the_evaluation_kernels() {
     use deepbelief::gpu::epoch_monitor::MonitorPlan;
     use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
     let ctx = context();
-    let all = mnist();
+    let all = train_10k();
     let (data, held_out) = (all.take_first(3000), all.subset(&(3000..4200).collect::<Vec<_>>()));
     let rbm = deepbelief::train::CdTrainer::new(CdConfig { n_hidden: 24, seed: 3, ..CdConfig::default() }, &CpuBackend, &data).unwrap().rbm;
     let kernels = EvalKernels::new(&ctx);

@@ -1,14 +1,16 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The first WGSL kernel on native wgpu (Mesa lavapipe in CI) against the CPU reference.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
-use deepbelief::gpu::{affine_sigmoid, GpuContext};
+use deepbelief::gpu::affine_sigmoid;
+use support::device::context;
 
 #[test]
 fn affine_sigmoid_matches_cpu_reference() {
-    let ctx = pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)");
-    eprintln!("adapter: {:?}", ctx.summary());
+    let ctx = context();
     let (rows, n_in, n_out) = (100, 784, 130);
     let input: Vec<f32> = (0..rows * n_in).map(|k| ((k * 7919) % 256) as f32 / 255.0).collect();
     let weights: Vec<f32> = (0..n_in * n_out).map(|k| ((k as f32) * 0.013).sin() * 0.05).collect();

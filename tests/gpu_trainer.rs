@@ -7,31 +7,17 @@
 //! order) of its uniform: a near-tie flips one binary sample. The tests print how many
 //! weights moved apart and by how much, and bound the epoch figures relatively.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{load_idx_dataset, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::gpu::trainer::GpuCdTrainer;
-use deepbelief::gpu::GpuContext;
 use deepbelief::model::Rbm;
 use deepbelief::train::config::{CdConfig, Schedule};
 use deepbelief::train::{CdTrainer, EpochReport};
-use std::path::Path;
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist (see /work/shared/TOOLCHAIN.md)").take_first(n)
-}
-
-fn context() -> GpuContext {
-    pollster::block_on(GpuContext::new()).expect("a wgpu adapter (install mesa-vulkan-drivers for lavapipe)")
-}
-
-fn relative(gpu: f64, cpu: f64) -> f64 {
-    if gpu == cpu {
-        0.0
-    } else {
-        (gpu - cpu).abs() / cpu.abs().max(1e-30)
-    }
-}
+use support::check::relative;
+use support::device::context;
+use support::mnist::mnist;
 
 /// max |Δw| / max |w|, and how many weights differ by more than 1e-5 of max |w|.
 fn weight_gap(gpu: &[f32], cpu: &[f32]) -> (f64, f64, usize) {

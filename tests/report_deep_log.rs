@@ -2,23 +2,18 @@
 //! The DEEP.LOG report with its supervised sections, and Masters' Analyze tables against a
 //! direct f64 computation on a tiny DBN.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::Dataset;
 use deepbelief::model::{Dbn, Rbm, VisibleUnits};
 use deepbelief::report::deep_log::{analyze_tables, setting_entries, DataSummary, DeepLog, LayerLog, SupervisedLog, UnitActivity};
 use deepbelief::supervised::confusion::ConfusionMatrix;
 use deepbelief::train::{StackConfig, StopReason};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
-fn random_rbm(visible_units: VisibleUnits, n_visible: usize, n_hidden: usize, seed: u64) -> Rbm {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut uniform = |n: usize| (0..n).map(|_| 1.5 * (2.0 * rng.random::<f32>() - 1.0)).collect::<Vec<f32>>();
-    Rbm { visible_units, n_visible, n_hidden, weights: uniform(n_visible * n_hidden), visible_bias: uniform(n_visible), hidden_bias: uniform(n_hidden) }
-}
+use support::fixtures::random_rbm;
 
 fn tiny_dbn(first_units: VisibleUnits) -> Dbn {
-    Dbn { layers: vec![random_rbm(first_units, 4, 3, 1), random_rbm(VisibleUnits::Bernoulli, 3, 2, 2)] }
+    Dbn { layers: vec![random_rbm(first_units, 4, 3, 1.5, 1.5, 1), random_rbm(VisibleUnits::Bernoulli, 3, 2, 1.5, 1.5, 2)] }
 }
 
 fn tiny_data() -> Dataset {

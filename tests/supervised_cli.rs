@@ -4,13 +4,13 @@
 //! targets, including a test database whose columns come in another order); bad settings
 //! are rejected naming the field.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::data::idx::{encode_idx_labels, read_idx_labels};
 use deepbelief::format::read_model;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use support::cli::*;
 
 /// Labels of the first `SMALL_CASES` training digits, as a raw IDX file.
 fn small_labels() -> &'static PathBuf {

@@ -9,12 +9,12 @@
 //! closing note), so a change of platform or rounding does not fail them, while a broken
 //! pipeline does.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
 use deepbelief::data::idx::{encode_idx_images, encode_idx_labels, read_idx_images, read_idx_labels, IdxImages};
 use std::path::PathBuf;
 use std::time::Instant;
+use support::cli::*;
 
 /// The first `n` cases of a shared MNIST pair, written as raw IDX files.
 fn slice(images: &str, labels: &str, n: usize, label: &str) -> (PathBuf, PathBuf) {

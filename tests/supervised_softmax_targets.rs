@@ -3,9 +3,9 @@
 //! examples): the class of each case is its largest target, so the criterion is a
 //! log-likelihood (never negative) and the confusion matrix counts those classes.
 
-mod cli_common;
+mod support;
 
-use cli_common::*;
+use support::cli::*;
 
 /// Inputs X1..X4 in [0, 1]; targets T1..T3 = 3·(X_k − 0.5), between −1.5 and 1.5. Returns the
 /// file's text and each case's largest target (0-based).

@@ -4,16 +4,13 @@
 //! of the implementation before batch stepping existed (figures recorded from commit bf7552f);
 //! checkpoints taken between batch-stepped epochs still resume exactly.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{load_idx_dataset, Dataset};
+use deepbelief::data::Dataset;
 use deepbelief::train::config::CdConfig;
 use deepbelief::train::{BatchEvent, BatchStep, CdTrainer, EpochReport, GreedyEvent, GreedyTrainer, StackConfig};
-use std::path::Path;
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist").take_first(n)
-}
+use support::mnist::mnist;
 
 fn adaptive_cd() -> CdConfig {
     CdConfig { n_hidden: 16, batch_size: Some(50), epochs: 5, init_trials: 2, init_cases: 100, seed: 3, ..CdConfig::deep() }

@@ -3,16 +3,12 @@
 //! as the original would, for CD with the adaptive schedule and for PCD; a checkpoint that does
 //! not fit the settings is refused by name.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::{load_idx_dataset, Dataset};
 use deepbelief::train::config::CdConfig;
 use deepbelief::train::CdTrainer;
-use std::path::Path;
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist/train-10k-images-idx3-ubyte.gz");
-    load_idx_dataset(&path, None).expect("../shared/data/mnist").take_first(n)
-}
+use support::mnist::mnist;
 
 fn resumed_run_is_identical(config: CdConfig) {
     let data = mnist(300);

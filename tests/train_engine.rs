@@ -2,19 +2,15 @@
 //! The engine end to end on real MNIST: greedy stacks, PCD, Gaussian visible units, and the
 //! generative sampler.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::idx::load_idx_dataset;
 use deepbelief::data::Dataset;
 use deepbelief::model::VisibleUnits;
 use deepbelief::sample::GenerativeChains;
 use deepbelief::train::{CdConfig, CdTrainer, GreedyEvent, GreedyTrainer, StackConfig, StopReason};
 use deepbelief::eval::exact::{exact_gradient, exact_log_likelihood};
-use std::path::Path;
-
-fn mnist(n: usize) -> Dataset {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/mnist/train-10k-images-idx3-ubyte.gz"));
-    load_idx_dataset(path, None).expect("the shared MNIST training file").take_first(n)
-}
+use support::mnist::mnist;
 
 fn quick(n_hidden: usize) -> CdConfig {
     CdConfig { n_hidden, epochs: 2, batch_size: Some(50), init_trials: 3, init_cases: 200, ..CdConfig::deep() }

@@ -2,17 +2,19 @@
 //! Runs in headless Chromium through `wasm-pack test`: a wgpu device on WebGPU executes
 //! `shaders/affine_sigmoid.wgsl`, and its output must match the CPU reference.
 
+mod support;
+
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
-use deepbelief::gpu::{affine_sigmoid, GpuContext};
+use deepbelief::gpu::affine_sigmoid;
+use support::device::context;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 #[wasm_bindgen_test]
 async fn webgpu_affine_sigmoid_matches_cpu_reference() {
-    let ctx = GpuContext::new().await.expect("WebGPU adapter (Chromium needs --enable-unsafe-webgpu)");
-    web_sys::console::log_1(&format!("adapter: {:?}", ctx.summary()).into());
+    let ctx = context().await;
     let (rows, n_in, n_out) = (64, 784, 100);
     let input: Vec<f32> = (0..rows * n_in).map(|k| ((k * 7919) % 256) as f32 / 255.0).collect();
     let weights: Vec<f32> = (0..n_in * n_out).map(|k| ((k as f32) * 0.013).sin() * 0.05).collect();
@@ -27,7 +29,7 @@ async fn webgpu_affine_sigmoid_matches_cpu_reference() {
 
 #[wasm_bindgen_test]
 async fn self_check_reports_agreement() {
-    let ctx = GpuContext::new().await.unwrap();
+    let ctx = context().await;
     let error = affine_sigmoid::self_check(&ctx).await.unwrap();
     assert!(error < 1e-5, "{error}");
 }

@@ -7,16 +7,16 @@
 //! neither the free energy nor the reconstruction sees; tolerance 1e-5 relative (f32 sums on
 //! the device).
 
-#[allow(dead_code)] // the helpers this file does not use
-mod web_playground_common;
+mod support;
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::{idx, Dataset};
 use deepbelief::train::monitor::{measure_epoch, monitor_seed};
 use serde_json::{json, Value};
+use support::web_playground::bands::{loaded, synthetic_idx};
+use support::web_playground::{js, json};
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
-use web_playground_common::{js, json, loaded, synthetic_idx};
 
 wasm_bindgen_test_configure!(run_in_browser);
 

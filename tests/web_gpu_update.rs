@@ -1,27 +1,21 @@
 #![cfg(target_arch = "wasm32")]
 //! The device-resident update, reduction, schedule and free-energy kernels on WebGPU in
 //! headless Chromium, against the CPU reference: the same checks as the native
-//! `gpu_kernels_update.rs` (shared in `common_gpu_update`).
+//! `gpu_kernels_update.rs` (shared in tests/support/gpu_update.rs).
 //! `CHROMEDRIVER=/usr/bin/chromedriver WASM_BINDGEN_TEST_TIMEOUT=600 wasm-pack test --headless --chrome --release --mode no-install --test web_gpu_update`
 
-mod common_gpu_update;
+mod support;
 
-use common_gpu_update::*;
 use deepbelief::model::VisibleUnits;
 use deepbelief::train::config::Schedule;
+use support::check::check;
+use support::gpu_update::*;
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 async fn gpu() -> Gpu {
     Gpu::new().await.expect("WebGPU adapter (Chromium needs --enable-unsafe-webgpu)")
-}
-
-fn check(result: Check) {
-    match result {
-        Ok(line) => web_sys::console::log_1(&line.into()),
-        Err(message) => panic!("{message}"),
-    }
 }
 
 #[wasm_bindgen_test]

@@ -4,13 +4,14 @@
 //! databases with inputs and targets by name, thumbnails, and bad input that names what was
 //! wrong and keeps the loaded data.
 
-mod web_playground_common;
+mod support;
 
 use deepbelief::data::idx::{encode_idx_images, encode_idx_labels, IdxImages};
 use deepbelief::web::Playground;
 use serde_json::json;
+use support::web_playground::bands::{loaded, synthetic_idx};
+use support::web_playground::{json, message};
 use wasm_bindgen_test::*;
-use web_playground_common::{json, loaded, message, synthetic_idx};
 
 wasm_bindgen_test_configure!(run_in_browser);
 

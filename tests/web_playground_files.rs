@@ -3,13 +3,14 @@
 //! command-line models, bad files, DEEP.LOG with and without supervised layers, and the
 //! activation file against the CPU reference.
 
-mod common_web_playground;
+mod support;
 
-use common_web_playground::*;
 use deepbelief::web::Playground;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::format::from_json;
 use wasm_bindgen_test::*;
+use support::web_playground::strokes::*;
+use support::web_playground::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -24,7 +25,7 @@ fn saved_models_load_back_identically() {
     assert_eq!(parsed.image_shape, Some((SIDE, SIDE)));
 
     let mut other = loaded(SIDE);
-    let summary = other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    let summary = other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", error_message(e)));
     assert_eq!(field(&summary, "parameters").as_f64(), Some((36 * 8 + 36 + 8 + 8 * 4 + 8 + 4) as f64));
     assert!(other.training_finished());
     assert_eq!(image(other.filters_image(8, 4, "grey").unwrap()).data, filters);
@@ -37,11 +38,11 @@ fn bad_model_files_are_refused_and_the_model_survives() {
     let filters = image(pg.filters_image(8, 4, "grey").unwrap()).data;
     let saved = pg.save_model().unwrap();
 
-    let error = message(pg.load_model("broken.json", "{ \"format\": ").unwrap_err());
+    let error = error_message(pg.load_model("broken.json", "{ \"format\": ").unwrap_err());
     assert!(error.starts_with("broken.json:") && error.contains("line 1"), "{error}");
 
     let smaller = trained(SIDE - 1, "[8]").save_model().unwrap();
-    let error = message(pg.load_model("small.json", &smaller).unwrap_err());
+    let error = error_message(pg.load_model("small.json", &smaller).unwrap_err());
     assert!(error.starts_with("small.json:") && error.contains("n_visible") && error.contains("25") && error.contains("36"), "{error}");
 
     assert_eq!(image(pg.filters_image(8, 4, "grey").unwrap()).data, filters);
@@ -86,26 +87,26 @@ fn activation_file_holds_each_cases_probabilities() {
     for (k, row) in rows.iter().enumerate() {
         assert_eq!(row[..], expected[k * 4..(k + 1) * 4], "case {k}");
     }
-    let error = message(pg.activations("output:1").unwrap_err());
+    let error = error_message(pg.activations("output:1").unwrap_err());
     assert!(error.contains("no supervised layers"), "{error}");
-    let error = message(pg.activations("hidden").unwrap_err());
+    let error = error_message(pg.activations("hidden").unwrap_err());
     assert!(error.starts_with("selection:") && error.contains("unknown section 'hidden'"), "{error}");
 }
 
 #[wasm_bindgen_test]
 fn supervised_layers_reach_the_log_the_file_and_the_activations() {
     let mut pg = loaded(SIDE);
-    let split = pg.set_held_out(0.2, None).unwrap_or_else(|e| panic!("{}", message(e)));
+    let split = pg.set_held_out(0.2, None).unwrap_or_else(|e| panic!("{}", error_message(e)));
     let train = field(&split, "n_train").as_f64().unwrap() as usize;
     assert!(train < CASES);
     let config = r#"{"stack": {"layers": [8], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2, "seed": 5}},
                      "supervised": {"hidden": [], "max_iterations": 5, "anneal_iterations": 2}}"#;
-    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", error_message(e)));
     while !pg.training_finished() {
-        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+        pg.step().unwrap_or_else(|e| panic!("{}", error_message(e)));
     }
     assert!(pg.supervised_pending());
-    pg.train_supervised(&js_sys::Function::new_no_args(""), None).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.train_supervised(&js_sys::Function::new_no_args(""), None).unwrap_or_else(|e| panic!("{}", error_message(e)));
 
     let log = pg.deep_log().unwrap();
     assert!(log.lines().next().unwrap().contains("supervised softmax output"), "{}", &log[..200]);
@@ -141,7 +142,7 @@ fn a_command_line_model_with_settings_for_more_data_loads_and_saves_unchanged() 
     model.visible_means = Some(vec![0.25; SIDE * SIDE]);
     let text = deepbelief::format::to_json(&model);
     let mut pg = loaded(SIDE);
-    pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.load_model("cli/model.json", &text).unwrap_or_else(|e| panic!("{}", error_message(e)));
     assert!(pg.training_finished());
     assert_eq!(pg.save_model().unwrap(), text, "the file's settings, means and records are kept");
 }
@@ -154,11 +155,11 @@ fn a_database_models_file_and_log_carry_its_scaling() {
         csv += &format!("{}, {}, 5, {}\n", k % 7, (k * 3) % 11, k % 2);
     }
     let mut pg = Playground::new();
-    pg.load_database("table.csv", &csv, vec![], vec!["y".into()]).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.load_database("table.csv", &csv, vec![], vec!["y".into()]).unwrap_or_else(|e| panic!("{}", error_message(e)));
     let config = r#"{"stack": {"layers": [3], "monitor_cases": 0, "rbm": {"epochs": 2, "batch_size": 10, "init_trials": 2}}, "supervised": null}"#;
-    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.start_training(js_sys::JSON::parse(config).unwrap()).unwrap_or_else(|e| panic!("{}", error_message(e)));
     while !pg.training_finished() {
-        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+        pg.step().unwrap_or_else(|e| panic!("{}", error_message(e)));
     }
     let log = pg.deep_log().unwrap();
     assert!(log.contains("of 2 input columns") && log.contains("dropped as constant: c"), "{log}");
@@ -168,13 +169,13 @@ fn a_database_models_file_and_log_carry_its_scaling() {
     assert_eq!(saved.image_shape, None);
     let mut other = Playground::new();
     other.load_database("table.csv", &csv, vec![], vec!["y".into()]).unwrap();
-    other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", message(e)));
+    other.load_model("model.json", &text).unwrap_or_else(|e| panic!("{}", error_message(e)));
     assert_eq!(other.save_model().unwrap(), text);
 
     // Two inputs again, but other columns: the model's scaling does not describe them.
     let mut renamed = Playground::new();
     renamed.load_database("other.csv", &csv.replacen("a, b", "a, q", 1), vec![], vec!["y".into()]).unwrap();
-    let error = message(renamed.load_model("model.json", &text).unwrap_err());
+    let error = error_message(renamed.load_model("model.json", &text).unwrap_err());
     assert!(error.starts_with("model.json:") && error.contains("preprocessing.kept_names") && error.contains("\"q\""), "{error}");
     assert!(renamed.save_model().is_err(), "no model was installed");
 }

@@ -4,12 +4,13 @@
 //! held-out error bounded, its confusion matrix summing to the held-out cases), and bad
 //! settings that are refused by name while the run in place survives.
 
-mod web_playground_common;
+mod support;
 
 use serde_json::{json, Value};
 use wasm_bindgen::JsValue;
+use support::web_playground::bands::loaded;
+use support::web_playground::{js, json, message};
 use wasm_bindgen_test::*;
-use web_playground_common::{js, json, loaded, message};
 
 wasm_bindgen_test_configure!(run_in_browser);
 

@@ -3,10 +3,11 @@
 //! set: filter images in both modes, hidden histograms, reconstructions, chains from chosen
 //! cases on the CPU and on WebGPU, and the dream.
 
-mod common_web_playground;
+mod support;
 
-use common_web_playground::*;
 use wasm_bindgen_test::*;
+use support::web_playground::strokes::*;
+use support::web_playground::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -37,7 +38,7 @@ fn filter_images_have_the_grid_size_and_colour_follows_the_grey_mode() {
     }
     assert!(red > 0 && blue > 0, "trained filters have weights of both signs ({red} red, {blue} blue pixels)");
     assert_eq!(grey.data[..4], colour.data[..4], "same frame colour");
-    let error = message(pg.filters_image(8, 4, "sepia").unwrap_err());
+    let error = error_message(pg.filters_image(8, 4, "sepia").unwrap_err());
     assert!(error.contains("mode") && error.contains("sepia"), "{error}");
 }
 
@@ -96,7 +97,7 @@ fn chains_from_chosen_cases_start_as_those_cases() {
     }
     pg.advance_chains(3, 2).unwrap();
     assert_eq!(pg.chain_steps(), 3);
-    let error = message(pg.start_chains(1, true, Some(vec![CASES as u32]), 1).unwrap_err());
+    let error = error_message(pg.start_chains(1, true, Some(vec![CASES as u32]), 1).unwrap_err());
     assert!(error.contains("cases") && error.contains(&CASES.to_string()), "{error}");
     assert_eq!(pg.chain_steps(), 3, "a bad start keeps the running chains");
 }

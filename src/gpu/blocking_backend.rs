@@ -2,8 +2,8 @@
 //! GEMM or sampling kernel of `shaders/`, and waits for the result. It lets everything written
 //! against the trait — initialisation trials, metrics, greedy propagation, supervised training
 //! and fine-tuning, generative chains — run on the GPU unchanged, and lets the one
-//! backend-neutral test suite (tests/backend_suite) check the GPU kernels through the same
-//! calls as the CPU reference.
+//! backend-neutral test suite (tests/support/backend_suite.rs) check the GPU kernels through the
+//! same calls as the CPU reference.
 //!
 //! The device-resident paths (`GpuCdTrainer`, `gpu::evaluate`, `GpuChains`, `gpu::ais`) are far
 //! faster for whole epochs; this is for the work around them. Native only: a browser cannot

@@ -3,44 +3,14 @@
 //! headless Chromium). Each returns a one-line report of the measured differences, or why it
 //! failed.
 
-#![allow(dead_code)]
-// `ensure!(x <= tol)` fails on NaN, which is the point.
-#![allow(clippy::neg_cmp_op_on_partial_ord)]
-
+use super::check::{gpu, hash, relative, values, Outcome};
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::{CaseValues, Dataset};
-use deepbelief::eval;
+use deepbelief::eval::{self, UnitStats};
 use deepbelief::gpu::evaluate::{EvalKernels, GpuDataset, GpuRbm};
 use deepbelief::gpu::GpuContext;
 use deepbelief::model::{Rbm, VisibleUnits};
 use deepbelief::train::greedy::propagate_dataset;
-
-pub type Outcome = Result<String, String>;
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-pub fn gpu<T>(result: Result<T, deepbelief::gpu::GpuError>) -> Result<T, String> {
-    result.map_err(|e| e.to_string())
-}
-
-/// Deterministic pseudo-random u32 (SplitMix32-style hash of the index).
-pub fn hash(mut x: u32) -> u32 {
-    x = x.wrapping_add(0x9E37_79B9);
-    x = (x ^ (x >> 16)).wrapping_mul(0x85EB_CA6B);
-    x = (x ^ (x >> 13)).wrapping_mul(0xC2B2_AE35);
-    x ^ (x >> 16)
-}
-
-/// Values in [lo, hi), deterministic in (seed, k).
-pub fn values(len: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    (0..len).map(|k| lo + (hi - lo) * (hash(hash(seed) ^ k as u32) >> 8) as f32 / 16_777_216.0).collect()
-}
 
 /// An RBM with uniform weights in ±`scale` and biases in ±1.
 pub fn random_rbm(nv: usize, nh: usize, seed: u32, scale: f32, units: VisibleUnits) -> Rbm {
@@ -69,14 +39,6 @@ pub fn stroke_bytes(n_cases: usize, n_inputs: usize, seed: u32) -> Dataset {
         })
         .collect();
     Dataset { values: CaseValues::Bytes(bytes), ..Dataset::from_floats("strokes", n_inputs, vec![0.0; n_cases * n_inputs]) }
-}
-
-pub fn relative(gpu: f64, cpu: f64) -> f64 {
-    if gpu == cpu {
-        0.0
-    } else {
-        (gpu - cpu).abs() / cpu.abs().max(1e-30)
-    }
 }
 
 /// Reconstruction errors, mean free energy (raw and binarised), pseudo-log-likelihood and hidden
@@ -127,18 +89,25 @@ pub async fn evaluation_matches_cpu(ctx: &GpuContext, rbm: &Rbm, data: &Dataset,
     let g = gpu(kernels.hidden_unit_statistics(ctx, &g_rbm, &g_data, max_cases).await)?;
     let c = eval::hidden_unit_statistics(cpu, rbm, data, max_cases);
     ensure!(g.len() == c.len(), "{} unit statistics, expected {}", g.len(), c.len());
+    let (mean, sd, skew) = unit_stat_gaps(&g, &c);
+    ensure!(mean <= 1e-5 && sd <= 1e-5 && skew <= 1e-3, "unit statistics: max |Δmean| {mean:e}, |Δsd| {sd:e}, relative Δskew {skew:e}");
+    report.push(format!("units Δmean {mean:.1e} Δsd {sd:.1e} Δskew {skew:.1e}"));
+    Ok(report.join("; "))
+}
+
+/// The largest differences of hidden unit statistics, GPU against CPU: |Δmean|, |Δsd|, and
+/// |Δskewness| relative to max(|skewness|, 1). Skewness divides by σ³: it is compared only
+/// where σ is well above rounding (> 1e-3).
+pub fn unit_stat_gaps(gpu: &[UnitStats], cpu: &[UnitStats]) -> (f64, f64, f64) {
     let (mut mean, mut sd, mut skew) = (0.0f64, 0.0f64, 0.0f64);
-    for (g, c) in g.iter().zip(&c) {
+    for (g, c) in gpu.iter().zip(cpu) {
         mean = mean.max((g.mean_activation - c.mean_activation).abs());
         sd = sd.max((g.standard_deviation - c.standard_deviation).abs());
-        // Skewness divides by σ³: compare it only where σ is well above rounding.
         if c.standard_deviation > 1e-3 {
             skew = skew.max((g.skewness - c.skewness).abs() / c.skewness.abs().max(1.0));
         }
     }
-    ensure!(mean <= 1e-5 && sd <= 1e-5 && skew <= 1e-3, "unit statistics: max |Δmean| {mean:e}, |Δsd| {sd:e}, relative Δskew {skew:e}");
-    report.push(format!("units Δmean {mean:.1e} Δsd {sd:.1e} Δskew {skew:.1e}"));
-    Ok(report.join("; "))
+    (mean, sd, skew)
 }
 
 /// `propagate` on the device against `propagate_dataset`, twice up a stack (u8 then f32 data).

@@ -9,8 +9,8 @@
 //! from column means of ~0.5), where the f32 rounding of the inputs and one-ulp differences of
 //! fused multiply-adds land. Scalars (cosine, RMS, sums, free energies) are compared
 //! relatively. The reference sums in f64 (column means in f32), the kernels in f32.
-#![allow(dead_code)]
 
+use super::check::Outcome;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::eval::free_energy::free_energy;
@@ -26,8 +26,6 @@ use deepbelief::train::contrastive_divergence::column_means;
 use deepbelief::train::penalties::SparsityEstimate;
 use deepbelief::train::schedule::{adapt_learning_rate, adapt_momentum, RateState};
 use deepbelief::train::weights_update::{update_bias, update_weights, WeightStep};
-
-pub type Check = Result<String, String>;
 
 pub struct Gpu {
     pub ctx: GpuContext,
@@ -171,7 +169,7 @@ fn check_one_update(cfg: &CdConfig, gpu: [&[f32]; 3], after: &TrainState, start:
 /// One fused weight update plus the schedule step on nv × nh weights, against
 /// `update_weights` and `RateState::after_batch`. Without a previous gradient the P buffer
 /// holds NaN, so reading it would show.
-pub async fn weight_update(gpu: &Gpu, nv: usize, nh: usize, with_previous: bool) -> Check {
+pub async fn weight_update(gpu: &Gpu, nv: usize, nh: usize, with_previous: bool) -> Outcome {
     let n = nv * nh;
     let mut noise = Noise(17 + n as u64);
     let w0 = noise.vec(n, -0.05, 0.05);
@@ -215,7 +213,7 @@ pub async fn weight_update(gpu: &Gpu, nv: usize, nh: usize, with_previous: bool)
 /// CPU, `update_weights` and `RateState::after_batch`. Where the device offers too few storage
 /// buffers for the fused variant, `Ok` says so unless `required` (trainers then use the
 /// separate update, which [`weight_update`] checks).
-pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, with_previous: bool, required: bool) -> Check {
+pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, with_previous: bool, required: bool) -> Outcome {
     if !gpu.gemm.supports_fused_update() {
         let offered = gpu.ctx.device.limits().max_storage_buffers_per_shader_stage;
         let message = format!("fused update {nv}x{nh}: the device offers {offered} storage buffers per stage, the fused update needs {FUSED_UPDATE_STORAGE_BUFFERS}");
@@ -285,7 +283,7 @@ pub async fn fused_gradient_update(gpu: &Gpu, nv: usize, nh: usize, rows: usize,
 /// squared error) and hidden steps run one after the other on copies of the same state: the
 /// same arithmetic in the same order, so every output must agree bit for bit. Where the device
 /// offers too few storage buffers, `Ok` says so unless `required`.
-pub async fn bias_steps_in_one_dispatch(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, required: bool) -> Check {
+pub async fn bias_steps_in_one_dispatch(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize, required: bool) -> Outcome {
     if !gpu.update.supports_bias_steps() {
         let offered = gpu.ctx.device.limits().max_storage_buffers_per_shader_stage;
         let message = format!("bias steps {nv}+{nh}: the device offers {offered} storage buffers per stage, one dispatch needs {BIAS_STEPS_STORAGE_BUFFERS}");
@@ -336,7 +334,7 @@ pub async fn bias_steps_in_one_dispatch(gpu: &Gpu, nv: usize, nh: usize, rows: u
 
 /// Three batches of the two bias steps (column means, sparsity estimate with saturated
 /// units, momentum steps) against the CPU's `column_means`, `SparsityEstimate` and `update_bias`.
-pub async fn bias_steps(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize) -> Check {
+pub async fn bias_steps(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: usize) -> Outcome {
     let mut noise = Noise(5 + nv as u64 * 7 + nh as u64);
     let cfg = config(Schedule::Adaptive, 0.07, 0.6);
     let state0 = TrainState::from_config(&cfg);
@@ -422,7 +420,7 @@ pub async fn bias_steps(gpu: &Gpu, nv: usize, nh: usize, rows: usize, chains: us
 /// The schedule kernel fed hand-picked cosines through crafted partials, against
 /// `RateState::after_batch`, then the epoch accumulators, the batch log and the host's
 /// epoch-start writes.
-pub async fn schedule_rules(gpu: &Gpu, kind: Schedule) -> Check {
+pub async fn schedule_rules(gpu: &Gpu, kind: Schedule) -> Outcome {
     let cfg = config(kind, 0.1, 0.5);
     let device = &gpu.ctx.device;
     let state = schedule::create_state_buffer(device, &TrainState::from_config(&cfg));
@@ -534,7 +532,7 @@ pub async fn schedule_rules(gpu: &Gpu, kind: Schedule) -> Check {
 
 /// Column means, max |x| and sums of squared differences (accumulated over batches) against
 /// the CPU.
-pub async fn reductions(gpu: &Gpu) -> Check {
+pub async fn reductions(gpu: &Gpu) -> Outcome {
     let device = &gpu.ctx.device;
     let mut noise = Noise(99);
     let mut summary = Vec::new();
@@ -583,7 +581,7 @@ pub async fn reductions(gpu: &Gpu) -> Check {
 }
 
 /// Per-case free energies and their sum against `eval::free_energy` (f64).
-pub async fn free_energies(gpu: &Gpu, units: VisibleUnits, nv: usize, nh: usize, rows: usize) -> Check {
+pub async fn free_energies(gpu: &Gpu, units: VisibleUnits, nv: usize, nh: usize, rows: usize) -> Outcome {
     let device = &gpu.ctx.device;
     let mut noise = Noise(3 + nv as u64);
     let rbm = Rbm {
@@ -620,7 +618,7 @@ pub async fn free_energies(gpu: &Gpu, units: VisibleUnits, nv: usize, nh: usize,
 /// Several CD batches with everything after the GEMMs on the device (bias steps, weight
 /// update with the gradient ping-pong, squared error, schedule), the host writing only the
 /// batch data and reading once at the end, against the CPU's `train_batch` update path.
-pub async fn device_batches(gpu: &Gpu, nv: usize, nh: usize, rows: usize, batches: usize) -> Check {
+pub async fn device_batches(gpu: &Gpu, nv: usize, nh: usize, rows: usize, batches: usize) -> Outcome {
     let device = &gpu.ctx.device;
     let mut noise = Noise(2024 + nv as u64);
     let cfg = config(Schedule::Adaptive, 0.05, 0.5);

@@ -1,18 +1,13 @@
-//! Shared by the page API tests (tests/web_playground_views.rs, web_playground_files.rs): a
-//! small synthetic IDX data set, a trained Playground, and readers for the API's images.
+//! Four classes of strokes (a bar at a class-dependent row or column) with a sprinkle of
+//! case-dependent pixels, so every case differs; and a Playground trained on them.
 
-// Each test file uses some of these helpers, so the rest look unused from there.
-#![allow(dead_code)]
-
+use super::{error_message, field};
 use deepbelief::data::idx::{encode_idx_images, encode_idx_labels, IdxImages};
 use deepbelief::web::Playground;
-use wasm_bindgen::prelude::*;
 
-pub const SIDE: usize = 6;
 pub const CASES: usize = 60;
 
-/// Four classes of 6×6 strokes (a bar at a class-dependent row or column) with a sprinkle of
-/// case-dependent pixels, so every case differs.
+/// `cases` `side` × `side` images (pixels) and their labels.
 pub fn pixels(side: usize, cases: usize) -> (Vec<u8>, Vec<u8>) {
     let mut pixels = vec![0u8; cases * side * side];
     let mut labels = Vec::with_capacity(cases);
@@ -32,51 +27,22 @@ pub fn loaded(side: usize) -> Playground {
     let (pixels, labels) = pixels(side, CASES);
     let images = encode_idx_images(&IdxImages { count: CASES, rows: side, cols: side, pixels });
     let mut pg = Playground::new();
-    pg.load_idx("synthetic-images.idx", &images, Some("synthetic-labels.idx".into()), Some(encode_idx_labels(&labels))).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.load_idx("synthetic-images.idx", &images, Some("synthetic-labels.idx".into()), Some(encode_idx_labels(&labels))).unwrap_or_else(|e| panic!("{}", error_message(e)));
     pg
 }
 
 pub fn trained(side: usize, layers: &str) -> Playground {
     let mut pg = loaded(side);
     let config = format!(r#"{{"stack": {{"layers": {layers}, "monitor_cases": 0, "rbm": {{"epochs": 3, "batch_size": 10, "init_trials": 2, "seed": 5}}}}, "supervised": null}}"#);
-    pg.start_training(js_sys::JSON::parse(&config).unwrap()).unwrap_or_else(|e| panic!("{}", message(e)));
+    pg.start_training(js_sys::JSON::parse(&config).unwrap()).unwrap_or_else(|e| panic!("{}", error_message(e)));
     for _ in 0..100 {
         if pg.training_finished() {
             break;
         }
-        pg.step().unwrap_or_else(|e| panic!("{}", message(e)));
+        pg.step().unwrap_or_else(|e| panic!("{}", error_message(e)));
     }
     assert!(pg.training_finished(), "training did not finish in 100 steps");
     pg
-}
-
-pub fn message(error: JsError) -> String {
-    js_sys::Error::from(JsValue::from(error)).message().into()
-}
-
-pub fn field(object: &JsValue, name: &str) -> JsValue {
-    js_sys::Reflect::get(object, &name.into()).unwrap()
-}
-
-pub struct Image {
-    pub width: usize,
-    pub height: usize,
-    pub data: Vec<u8>,
-}
-
-pub fn image(value: JsValue) -> Image {
-    Image {
-        width: field(&value, "width").as_f64().unwrap() as usize,
-        height: field(&value, "height").as_f64().unwrap() as usize,
-        data: js_sys::Uint8ClampedArray::from(field(&value, "data")).to_vec(),
-    }
-}
-
-/// The RGBA of pixel (`x`, `y`) of tile `k` in a grid of `columns` tiles of SIDE × SIDE.
-pub fn tile_pixel(image: &Image, columns: usize, k: usize, x: usize, y: usize) -> [u8; 4] {
-    let (x0, y0) = ((k % columns) * (SIDE + 1) + 1, (k / columns) * (SIDE + 1) + 1);
-    let at = ((y0 + y) * image.width + x0 + x) * 4;
-    image.data[at..at + 4].try_into().unwrap()
 }
 
 /// Training cases (held-out ones excluded) of the data `loaded(side)` gives, from the data
@@ -86,7 +52,6 @@ pub fn n_train(side: usize) -> usize {
     let images = encode_idx_images(&IdxImages { count: CASES, rows: side, cols: side, pixels });
     let summary = Playground::new()
         .load_idx("synthetic-images.idx", &images, Some("synthetic-labels.idx".into()), Some(encode_idx_labels(&labels)))
-        .unwrap_or_else(|e| panic!("{}", message(e)));
+        .unwrap_or_else(|e| panic!("{}", error_message(e)));
     field(&summary, "n_train").as_f64().or(field(&summary, "n_cases").as_f64()).unwrap() as usize
 }
-

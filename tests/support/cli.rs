@@ -1,7 +1,7 @@
-//! Shared by the `cli_*` tests: the built binary, fresh temporary folders, and a small IDX
+//! For the tests that run the CLI: the built binary, fresh temporary folders, and a small IDX
 //! file cut from the shared MNIST training set so each run takes a fraction of a second.
-#![allow(dead_code)] // each test file uses its own subset
 
+pub use super::mnist::shared_mnist;
 use deepbelief::data::idx::{encode_idx_images, read_idx_images, IdxImages};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -9,10 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 pub const SMALL_CASES: usize = 500;
-
-pub fn shared_mnist(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/mnist").join(name)
-}
 
 /// A new, empty folder under the system's temporary folder.
 pub fn temp_dir(label: &str) -> PathBuf {

@@ -3,8 +3,8 @@
 //! (a CD epoch, the supervised criterion and its gradient). tests/cpu_backend.rs runs it on the
 //! CPU reference, tests/gpu_backend.rs on the wgpu kernels (lavapipe in CI). The tolerances
 //! are the documented ones: ~1e-5 relative for deterministic products, exact streams for samples.
-#![allow(dead_code)]
 
+use super::check::wave;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{sigmoid, Activation, Backend, Weights};
 use deepbelief::data::Dataset;
@@ -14,16 +14,12 @@ use deepbelief::supervised::{Cases, Network, OutputKind};
 use deepbelief::train::config::CdConfig;
 use deepbelief::train::CdTrainer;
 
-fn values(n: usize, seed: f32) -> Vec<f32> {
-    (0..n).map(|k| (k as f32 * seed).sin() * 0.8).collect()
-}
-
 const ROWS: usize = 37;
 const NV: usize = 53;
 const NH: usize = 29;
 
 pub fn visible_to_hidden_matches_loops(backend: &dyn Backend) {
-    let (w, v, c) = (values(NV * NH, 0.31), values(ROWS * NV, 0.17), values(NH, 0.9));
+    let (w, v, c) = (wave(NV * NH, 0.31), wave(ROWS * NV, 0.17), wave(NH, 0.9));
     let mut out = vec![0.0; ROWS * NH];
     backend.visible_to_hidden(Weights { values: &w, n_visible: NV, n_hidden: NH }, &v, &c, Activation::Sigmoid, &mut out);
     for r in 0..ROWS {
@@ -35,7 +31,7 @@ pub fn visible_to_hidden_matches_loops(backend: &dyn Backend) {
 }
 
 pub fn hidden_to_visible_matches_loops(backend: &dyn Backend) {
-    let (w, h, b) = (values(NV * NH, 0.23), values(ROWS * NH, 0.41), values(NV, 0.5));
+    let (w, h, b) = (wave(NV * NH, 0.23), wave(ROWS * NH, 0.41), wave(NV, 0.5));
     let mut out = vec![0.0; ROWS * NV];
     backend.hidden_to_visible(Weights { values: &w, n_visible: NV, n_hidden: NH }, &h, &b, Activation::Linear, &mut out);
     for r in 0..ROWS {
@@ -47,8 +43,8 @@ pub fn hidden_to_visible_matches_loops(backend: &dyn Backend) {
 }
 
 pub fn accumulate_outer_matches_loops(backend: &dyn Backend) {
-    let (v, h) = (values(ROWS * NV, 0.13), values(ROWS * NH, 0.29));
-    let mut grad = values(NV * NH, 0.7);
+    let (v, h) = (wave(ROWS * NV, 0.13), wave(ROWS * NH, 0.29));
+    let mut grad = wave(NV * NH, 0.7);
     let start = grad.clone();
     backend.accumulate_outer((NV, NH), &v, &h, -0.25, &mut grad);
     for i in 0..NV {
@@ -96,10 +92,10 @@ pub fn cd_epoch_matches_cpu(backend: &dyn Backend, data: &Dataset) {
 pub fn supervised_gradient_matches_cpu(backend: &dyn Backend) {
     let sizes = [20, 12, 4];
     let mut net = Network::zeros(&sizes, OutputKind::SoftMax);
-    let params: Vec<f32> = values(net.n_params(), 0.37);
+    let params: Vec<f32> = wave(net.n_params(), 0.37);
     net.set_params(&params);
     let n = 41;
-    let inputs: Vec<f32> = values(n * 20, 0.11).iter().map(|x| x.abs()).collect();
+    let inputs: Vec<f32> = wave(n * 20, 0.11).iter().map(|x| x.abs()).collect();
     let targets: Vec<f32> = (0..n).flat_map(|r| (0..4).map(move |k| if k == r % 4 { 1.0 } else { 0.0 })).collect();
     let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 20, n_outputs: 4 };
     let mut on_backend = vec![0.0; net.n_params()];

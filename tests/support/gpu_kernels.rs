@@ -3,10 +3,7 @@
 //! tests/web_gpu_gemm.rs. Each returns a one-line report (max errors, mismatch counts) or the
 //! reason it failed.
 
-#![allow(dead_code)]
-// `ensure!(x <= tol)` fails on NaN, which is the point.
-#![allow(clippy::neg_cmp_op_on_partial_ord)]
-
+use super::check::{gpu, hash, values, Outcome};
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::gpu::buffers::{self, StepSlot, StepTable};
@@ -14,33 +11,6 @@ use deepbelief::gpu::gemm::{self, GemmKernels, GemmOp, GemmVariant, MatRef, Samp
 use deepbelief::gpu::sample::{self, SampleKernels, SampleOp};
 use deepbelief::gpu::GpuContext;
 use deepbelief::rng::{philox4x32_10, Purpose, RngStream};
-
-pub type Outcome = Result<String, String>;
-
-macro_rules! ensure {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn gpu<T>(result: Result<T, deepbelief::gpu::GpuError>) -> Result<T, String> {
-    result.map_err(|e| e.to_string())
-}
-
-/// Deterministic pseudo-random u32 (SplitMix32-style hash of the index).
-fn hash(mut x: u32) -> u32 {
-    x = x.wrapping_add(0x9E37_79B9);
-    x = (x ^ (x >> 16)).wrapping_mul(0x85EB_CA6B);
-    x = (x ^ (x >> 13)).wrapping_mul(0xC2B2_AE35);
-    x ^ (x >> 16)
-}
-
-/// Values in [lo, hi), deterministic in (seed, k).
-fn values(len: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
-    (0..len).map(|k| lo + (hi - lo) * (hash(hash(seed) ^ k as u32) >> 8) as f32 / 16_777_216.0).collect()
-}
 
 async fn run(ctx: &GpuContext, record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<(), String>) -> Result<(), String> {
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
