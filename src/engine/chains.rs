@@ -1,6 +1,7 @@
 //! Generative Gibbs chains through a stack on either engine: on the CPU
 //! (`sample::GenerativeChains`) or on the device (`gpu::chains::GpuChains`, only the images
-//! read back). The CLI's `sample` and the page's sample views start and advance them here.
+//! read back). The CLI's `sample` and the page's sample views start and advance them here, and
+//! choose the data cases they start from with [`start_cases`].
 
 use super::Engine;
 use crate::backend::cpu::CpuBackend;
@@ -15,6 +16,32 @@ use crate::sample::GenerativeChains;
 pub enum ChainStart<'a> {
     Data { data: &'a Dataset, cases: &'a [usize] },
     Random { count: usize },
+}
+
+/// Which data cases chains start from.
+#[derive(Clone, Copy, Debug)]
+pub enum CaseChoice<'a> {
+    /// `count` starts spread evenly through the data; with more chains than cases, cases start
+    /// several chains (the CLI's `--from data`).
+    Spread { count: usize },
+    /// The `chosen` cases, or else the first `count` (the page's: its embedded default is
+    /// interleaved by class, so the first cases show every digit).
+    ChosenOrFirst { chosen: Option<&'a [usize]>, count: usize },
+}
+
+/// The data cases (indices into `n_cases`) chains start from, one per chain. Chosen cases must
+/// be at least one, each in range.
+pub fn start_cases(n_cases: usize, choice: CaseChoice) -> Result<Vec<usize>, String> {
+    match choice {
+        CaseChoice::Spread { count } if n_cases == 0 && count > 0 => Err("the data has no cases to start chains from".into()),
+        CaseChoice::Spread { count } => Ok((0..count).map(|k| k * n_cases / count).collect()),
+        CaseChoice::ChosenOrFirst { chosen: None, count } => Ok((0..count.min(n_cases)).collect()),
+        CaseChoice::ChosenOrFirst { chosen: Some([]), .. } => Err("cases: expected at least one data case".into()),
+        CaseChoice::ChosenOrFirst { chosen: Some(cases), .. } => match cases.iter().find(|&&k| k >= n_cases) {
+            Some(bad) => Err(format!("cases: case {bad} is out of range (the data has {n_cases} cases, numbered from 0)")),
+            None => Ok(cases.to_vec()),
+        },
+    }
 }
 
 /// Chains on one engine, for the model they started on (its depth fixed).
@@ -88,6 +115,15 @@ impl Chains {
         }
     }
 
+    /// [`Self::images`] of chains on the CPU, which need no await (the page's CPU views run
+    /// synchronously); `None` for chains on the device.
+    pub fn cpu_images(&self, dbn: &Dbn) -> Option<Vec<f32>> {
+        match &self.place {
+            Place::Cpu(chains) => Some(chains.images(dbn, &CpuBackend)),
+            Place::Gpu { .. } => None,
+        }
+    }
+
     /// The chains as seen at the visible units (mean field down through the stack), one row of
     /// `n_visible` values per chain.
     pub async fn images(&self, dbn: &Dbn) -> Result<Vec<f32>, String> {
@@ -95,5 +131,25 @@ impl Chains {
             Place::Cpu(chains) => Ok(chains.images(dbn, &CpuBackend)),
             Place::Gpu { chains, ctx } => chains.images(ctx).await.map_err(|e| e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{start_cases, CaseChoice};
+
+    #[test]
+    fn spread_starts_cover_the_file_and_repeat_cases_when_chains_outnumber_them() {
+        assert_eq!(start_cases(10, CaseChoice::Spread { count: 4 }).unwrap(), vec![0, 2, 5, 7]);
+        assert_eq!(start_cases(2, CaseChoice::Spread { count: 4 }).unwrap(), vec![0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn the_page_starts_from_chosen_cases_or_else_the_first() {
+        assert_eq!(start_cases(10, CaseChoice::ChosenOrFirst { chosen: None, count: 3 }).unwrap(), vec![0, 1, 2]);
+        assert_eq!(start_cases(2, CaseChoice::ChosenOrFirst { chosen: None, count: 3 }).unwrap(), vec![0, 1]);
+        assert_eq!(start_cases(10, CaseChoice::ChosenOrFirst { chosen: Some(&[7, 3, 7]), count: 1 }).unwrap(), vec![7, 3, 7]);
+        assert_eq!(start_cases(10, CaseChoice::ChosenOrFirst { chosen: Some(&[]), count: 3 }).unwrap_err(), "cases: expected at least one data case");
+        assert_eq!(start_cases(10, CaseChoice::ChosenOrFirst { chosen: Some(&[3, 10]), count: 2 }).unwrap_err(), "cases: case 10 is out of range (the data has 10 cases, numbered from 0)");
     }
 }

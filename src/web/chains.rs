@@ -1,14 +1,13 @@
-//! Gibbs samples for the page: generative chains through the model in training, on the CPU
-//! (`GenerativeChains`) or, when the page trains on WebGPU, on the device (`engine::chains`,
-//! only the images read back). Both follow the model as it trains, and restart from the same
-//! choice of start (data cases or random top states) when a layer is added, since the top
-//! RBM's width changes.
+//! Gibbs samples for the page: generative chains through the model in training
+//! (`engine::chains`), on the CPU or, when the page trains on WebGPU, on the device (only the
+//! images read back). Both follow the model as it trains, and restart from the same choice of
+//! start (data cases or random top states) when a layer is added, since the top RBM's width
+//! changes.
 
 use super::{image_to_js, js_error, Playground};
-use crate::backend::cpu::CpuBackend;
-use crate::engine::chains::{ChainStart, Chains};
+use crate::engine::chains::{start_cases, CaseChoice, ChainStart, Chains};
+use crate::engine::Engine;
 use crate::report::image_grid::{self, Scaling};
-use crate::sample::GenerativeChains;
 use wasm_bindgen::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -21,10 +20,16 @@ pub(super) struct ChainSpec {
 }
 
 impl ChainSpec {
-    fn start_cases(&self, n_cases: usize) -> Vec<usize> {
-        match &self.cases {
-            Some(cases) => cases.clone(),
-            None => (0..self.count.min(n_cases)).collect(),
+    fn start_cases(&self, n_cases: usize) -> Result<Vec<usize>, JsError> {
+        start_cases(n_cases, CaseChoice::ChosenOrFirst { chosen: self.cases.as_deref(), count: self.count }).map_err(|e| JsError::new(&e))
+    }
+
+    /// The chains' start in `data`.
+    fn start<'a>(&self, data: &'a crate::data::Dataset, cases: &'a [usize]) -> ChainStart<'a> {
+        if self.from_data {
+            ChainStart::Data { data, cases }
+        } else {
+            ChainStart::Random { count: self.count }
         }
     }
 }
@@ -38,13 +43,10 @@ impl Playground {
         let n_cases = self.data()?.n_cases;
         let cases = match cases {
             Some(cases) if from_data => {
-                if cases.is_empty() {
-                    return Err(JsError::new("cases: expected at least one data case"));
-                }
-                if let Some(bad) = cases.iter().find(|&&k| k as usize >= n_cases) {
-                    return Err(JsError::new(&format!("cases: case {bad} is out of range (the data has {n_cases} cases, numbered from 0)")));
-                }
-                Some(cases.into_iter().map(|k| k as usize).collect::<Vec<_>>())
+                let cases: Vec<usize> = cases.into_iter().map(|k| k as usize).collect();
+                // Checked now, so that a bad choice leaves the chains as they were.
+                start_cases(n_cases, CaseChoice::ChosenOrFirst { chosen: Some(&cases), count: cases.len() }).map_err(|e| JsError::new(&e))?;
+                Some(cases)
             }
             _ => None,
         };
@@ -68,14 +70,14 @@ impl Playground {
     pub fn advance_chains(&mut self, steps: usize, columns: usize) -> Result<JsValue, JsError> {
         let shape = self.image_shape()?;
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
-        let layers = self.chains.as_ref().map(|c| c.layers);
+        let layers = self.chains.as_ref().map(Chains::n_layers);
         if layers != Some(model.layers.len()) {
             self.chains = Some(self.new_cpu_chains()?);
         }
         let chains = self.chains.as_mut().ok_or_else(|| JsError::new("no chains started"))?;
-        chains.chains.advance(&model, &CpuBackend, steps);
-        let images = chains.chains.images(&model, &CpuBackend);
-        Ok(image_to_js(image_grid::tile(&images, chains.chains.n_chains, shape, columns, Scaling::Unit)))
+        chains.advance(&model, steps);
+        let images = chains.cpu_images(&model).expect("the page's CPU chains");
+        Ok(image_to_js(image_grid::tile(&images, chains.n_chains(), shape, columns, Scaling::Unit)))
     }
 
     /// The same on the WebGPU device; resolves to the image. Rejects if the device fails (the
@@ -98,15 +100,9 @@ impl Playground {
     pub fn chain_steps(&self) -> u64 {
         match &self.gpu.borrow().chains {
             Some(chains) => chains.steps_done(),
-            None => self.chains.as_ref().map_or(0, |c| c.chains.steps_done),
+            None => self.chains.as_ref().map_or(0, Chains::steps_done),
         }
     }
-}
-
-/// CPU chains with the depth of the model they started on.
-pub(super) struct CpuChains {
-    chains: GenerativeChains,
-    layers: usize,
 }
 
 impl Playground {
@@ -115,16 +111,13 @@ impl Playground {
         self.gpu.borrow_mut().chains = None;
     }
 
-    fn new_cpu_chains(&self) -> Result<CpuChains, JsError> {
+    /// New chains on the CPU through the current model, from the chosen start.
+    fn new_cpu_chains(&self) -> Result<Chains, JsError> {
         let spec = self.chain_spec.as_ref().ok_or_else(|| JsError::new("no chains started"))?;
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let data = self.data()?;
-        let chains = if spec.from_data {
-            GenerativeChains::from_data(&model, &CpuBackend, data, &spec.start_cases(data.n_cases), spec.seed)
-        } else {
-            GenerativeChains::from_random(&model, &CpuBackend, spec.count, spec.seed)
-        };
-        Ok(CpuChains { chains, layers: model.layers.len() })
+        let cases = if spec.from_data { spec.start_cases(data.n_cases)? } else { Vec::new() };
+        Chains::start(&Engine::Cpu, &model, spec.start(data, &cases), spec.seed).map_err(js_error)
     }
 
     /// The device chains, following the current model (new ones for a deeper model), advanced
@@ -141,9 +134,8 @@ impl Playground {
             }
             _ => {
                 let data = self.data()?;
-                let cases = spec.start_cases(data.n_cases);
-                let start = if spec.from_data { ChainStart::Data { data, cases: &cases } } else { ChainStart::Random { count: spec.count } };
-                Chains::start(&engine, &model, start, spec.seed).map_err(js_error)?
+                let cases = if spec.from_data { spec.start_cases(data.n_cases)? } else { Vec::new() };
+                Chains::start(&engine, &model, spec.start(data, &cases), spec.seed).map_err(js_error)?
             }
         };
         chains.advance(&model, steps);

@@ -105,7 +105,8 @@ pub struct Playground {
     /// The greedy run (or a loaded model's stack) and what each RBM layer went through, for
     /// DEEP.LOG and the charts; shared with the futures of its device epochs.
     stack: Rc<RefCell<Option<StackRun>>>,
-    chains: Option<chains::CpuChains>,
+    /// Chains on the CPU (`chains.rs`; the device's are in `gpu`).
+    chains: Option<crate::engine::chains::Chains>,
     /// How the chains were last started, so they can be restarted for a deeper model.
     chain_spec: Option<chains::ChainSpec>,
     /// The device and its chains (see `gpu_training`).

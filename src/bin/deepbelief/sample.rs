@@ -4,7 +4,7 @@ use crate::backend_choice::{self, BackendChoice};
 use crate::input::load_model_input;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::engine::chains::{ChainStart, Chains};
+use deepbelief::engine::chains::{start_cases, CaseChoice, ChainStart, Chains};
 use deepbelief::format::read_model;
 use deepbelief::report::image_grid::{tile_grey, Scaling};
 use deepbelief::report::png::write_grey_png;
@@ -70,7 +70,7 @@ pub fn run(args: SampleArgs) -> Result<(), String> {
         (Start::Random, None) => None,
         (Start::Data, Some(images)) => {
             let data = load_model_input(images, &model, "--images")?;
-            let starts: Vec<usize> = (0..args.count).map(|k| k * data.n_cases / args.count).collect();
+            let starts = start_cases(data.n_cases, CaseChoice::Spread { count: args.count })?;
             Some((data, starts))
         }
         (Start::Data, None) => return Err("--from data needs --images FILE: the data cases the chains start from".into()),
