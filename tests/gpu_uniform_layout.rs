@@ -12,7 +12,7 @@
 //!   skip `kernel_sources`.
 
 use deepbelief::gpu::shader::{kernel_sources, KernelSource};
-use deepbelief::gpu::{affine_sigmoid, ais, buffers, evaluate, gemm, reduce, sample, schedule, trainer, update};
+use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, reduce, sample, schedule, trainer, update};
 use naga::proc::Layouter;
 use naga::{AddressSpace, ScalarKind, TypeInner};
 use std::collections::BTreeMap;
@@ -117,6 +117,35 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
     BTreeMap::from([
         (("affine_sigmoid", "dims"), rust_layout!(affine_sigmoid::Dims { rows, n_in, n_out, _pad })),
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
+        (
+            ("autoencoder", "params"),
+            rust_layout!(autoencoder::AutoencoderParams {
+                rows,
+                n_visible,
+                n_hidden,
+                n_params,
+                w2_offset,
+                b1_offset,
+                b2_offset,
+                row_groups,
+                rho_offset,
+                delta_offset,
+                kl_offset,
+                columns_offset,
+                recon_offset,
+                recon_groups,
+                decay_offset,
+                decay_groups,
+                decay_span,
+                weight_decay,
+                sparsity_target,
+                sparsity_weight,
+                inv_rows,
+                _pad0,
+                _pad1,
+                _pad2,
+            }),
+        ),
         (("evaluate", "params"), rust_layout!(evaluate::Params { rows, width, n_hidden, flags, index_start, out_offset, count, _pad })),
         (("reduce", "params"), rust_layout!(reduce::ReduceParams { n, rows, width, flags, slot, span, _pad0, _pad1 })),
         (("schedule", "params"), schedule_params()),

@@ -3,6 +3,7 @@
 //! and on WebGPU in headless Chromium. Each kernel family gets its own file here.
 
 pub mod affine_sigmoid;
+pub mod autoencoder;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod blocking_backend;
 pub mod ais;
