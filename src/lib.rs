@@ -15,6 +15,7 @@ pub mod eval;
 pub mod format;
 pub mod gpu;
 pub mod model;
+pub mod preset;
 pub mod report;
 pub mod rng;
 pub mod sample;

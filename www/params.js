@@ -80,10 +80,11 @@ export const ARCHITECTURE_DEFAULTS = {
   supervised: false, sup_hidden: '', seed: 1, backend: 'auto',
 };
 
-// Hinton's practical guide (2010) for the RBMs: plain CD-1 everywhere.
+// Hinton's practical guide (2010) for the RBMs: plain CD-1 everywhere (CdConfig::hinton; the
+// CD rate, idle at k = 1, is Rust's too, so the saved settings agree).
 const HINTON = {
   schedule: 'fixed', learning_rate: 0.1, initial_momentum: 0.5, final_momentum: 0.9, momentum_switch_epoch: 5, epochs: 100,
-  weight_penalty: 0.0002, batch_size: 100, cd_k_start: 1, cd_k_end: 1, sparsity_penalty: 0, init_trials: 1, top_cd_k_end: 0,
+  weight_penalty: 0.0002, batch_size: 100, cd_k_start: 1, cd_k_end: 1, cd_k_rate: 0.005, sparsity_penalty: 0, init_trials: 1, top_cd_k_end: 0,
 };
 
 // Masters' DEEP program as it ships (CdConfig::deep, SupervisedConfig::deep).

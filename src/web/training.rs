@@ -8,6 +8,7 @@ use crate::data::Dataset;
 use crate::supervised::SupervisedConfig;
 use crate::train::memory::{describe_bytes, estimate_training_memory, RunShape};
 use crate::engine::stack::StackRun;
+use crate::preset::Preset;
 use crate::train::StackConfig;
 use wasm_bindgen::prelude::*;
 
@@ -93,6 +94,14 @@ impl Playground {
             stack.cancel();
         }
     }
+}
+
+/// The settings of the preset `name` (`default`, `deep` or `hinton`, as the CLI's `--preset`),
+/// shaped like `PageConfig`: the page's preset menu (`www/params.js`) is checked against it.
+#[wasm_bindgen]
+pub fn preset_config(name: &str) -> Result<JsValue, JsError> {
+    let preset: Preset = serde_json::from_value(serde_json::Value::String(name.into())).map_err(|_| JsError::new(&format!("preset: expected default, deep or hinton, got {name:?}")))?;
+    to_js(&preset.config())
 }
 
 /// Reads settings from a JS object. `serde_wasm_bindgen` reads only the fields a struct

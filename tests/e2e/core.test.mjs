@@ -298,7 +298,7 @@ test('threaded build: WebGPU training matches the CPU, and survives losing the d
   }
 });
 
-test('every default of params.js equals the engine\'s (Rust) default (build-independent: threaded only)', async () => {
+test('every default and every preset of params.js equals the engine\'s (Rust) default and preset (build-independent: threaded only)', async () => {
   const { page, problems } = await openPage(builds[0], '');
   try {
     await waitReady(page);
@@ -320,10 +320,33 @@ test('every default of params.js equals the engine\'s (Rust) default (build-inde
         const same = typeof p.default === 'number' ? Math.abs(value - p.default) <= 1e-6 * Math.abs(p.default) : value === p.default;
         if (!same) wrong.push(`${path}: params.js ${JSON.stringify(p.default)}, engine ${JSON.stringify(value)}`);
       }
-      return { wrong, checked: PARAMS.length - overridden.size };
+      // Every preset of params.js, field by field, against the engine's (Rust) preset
+      // (`preset_config`). Quick is the page's demo: Hinton's recipe with its own few values.
+      const { PRESETS, presetValues } = await import('./params.js');
+      const wasm = await import('./pkg/deepbelief.js');
+      await wasm.default();
+      const demo = { quick: { rust: 'hinton', own: ['epochs', 'monitor_cases', 'sup_max_iterations'] } };
+      const presetsWrong = [];
+      let presetsChecked = 0;
+      for (const name of Object.keys(PRESETS)) {
+        const rust = wasm.preset_config(demo[name]?.rust ?? name);
+        const values = presetValues(name);
+        for (const p of PARAMS) {
+          if (demo[name]?.own.includes(p.key)) continue;
+          const expected = p.path.reduce((node, part) => node?.[part], rust);
+          const value = values[p.key];
+          const same = typeof expected === 'number' && typeof value === 'number' ? Math.abs(value - expected) <= 1e-6 * Math.abs(expected) : value === expected;
+          if (!same) presetsWrong.push(`preset ${name}: ${p.path.join('.')} (${p.key}): params.js ${JSON.stringify(value)}, Rust ${JSON.stringify(expected)}`);
+          presetsChecked += 1;
+        }
+      }
+      return { wrong, checked: PARAMS.length - overridden.size, presetsWrong, presetsChecked, presets: Object.keys(PRESETS) };
     });
     assert.deepEqual(mismatches.wrong, []);
     assert.ok(mismatches.checked > 35, `checked ${mismatches.checked}`);
+    assert.deepEqual(mismatches.presetsWrong, []);
+    assert.deepEqual(mismatches.presets, ['quick', 'default', 'deep', 'hinton']);
+    assert.ok(mismatches.presetsChecked > 4 * 35, `preset fields checked: ${mismatches.presetsChecked}`);
     assert.deepEqual(problems, []);
   } finally {
     await page.close();

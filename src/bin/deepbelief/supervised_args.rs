@@ -133,10 +133,10 @@ pub struct SupervisedSettings {
 impl SupervisedArgs {
     /// `file` is the settings file's `[supervised]` table; `database_targets` picks the
     /// default output type; `seed` is the run's seed, used unless the file sets one.
-    /// `deep`: start from Masters' DEEP settings instead of the measured defaults.
-    pub fn settings(&self, file: Option<SupervisedConfig>, database_targets: bool, seed: u64, deep: bool) -> Result<SupervisedSettings, String> {
+    /// `preset`: the settings to start from (`Preset::supervised`) where the file gives none.
+    pub fn settings(&self, file: Option<SupervisedConfig>, database_targets: bool, seed: u64, preset: SupervisedConfig) -> Result<SupervisedSettings, String> {
         let from_file = file.is_some();
-        let mut config = file.unwrap_or_else(|| if deep { SupervisedConfig::deep() } else { SupervisedConfig::default() });
+        let mut config = file.unwrap_or(preset);
         if !from_file {
             config.seed = seed;
             config.output = if database_targets { OutputKind::Linear } else { OutputKind::SoftMax };

@@ -228,16 +228,7 @@ impl From<ScalingChoice> for Scaling {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Preset {
-    /// Measured to give good models with no other flags (docs/DEFAULTS.md).
-    Default,
-    /// Masters' DEEP program exactly: adaptive schedule, 24 batches, CD 1→4, full-batch CG.
-    Deep,
-    /// Hinton's practical guide: fixed schedule, CD-1, batches of 100.
-    Hinton,
-}
+pub use deepbelief::preset::Preset;
 
 /// The file's shape, only to check it: unknown keys and wrong types get the toml crate's
 /// error, which names the key, line and column.
@@ -315,11 +306,7 @@ fn read_settings_file(path: &Path) -> Result<FileSettings, String> {
 
 /// The preset with the file's `[rbm]` values laid over it.
 fn rbm_config(preset: Preset, file_rbm: &toml::Table, source: &str) -> Result<CdConfig, String> {
-    let base = match preset {
-        Preset::Default => CdConfig::default(),
-        Preset::Deep => CdConfig::deep(),
-        Preset::Hinton => CdConfig::hinton(),
-    };
+    let base = preset.rbm();
     let mut table = toml::Table::try_from(&base).map_err(|e| format!("the {preset:?} preset: {e}"))?;
     // A batch count in the file replaces a batch size from the preset; otherwise the
     // preset's batch size would silently win.
@@ -362,12 +349,9 @@ impl TrainArgs {
         };
         let layers = self.rbm_layers.map(|l| l.0).or(file_layers).unwrap_or_else(|| StackConfig::default().layers);
         rbm.n_hidden = layers.first().copied().unwrap_or(0);
-        let mut stack = StackConfig { layers, rbm, greedy_mean_field: self.greedy_mean_field.or(file_greedy).unwrap_or(true), ..StackConfig::default() };
-        if preset != Preset::Default {
-            stack.top_cd_k_end = 0;
-        }
+        let mut stack = StackConfig { layers, rbm, greedy_mean_field: self.greedy_mean_field.or(file_greedy).unwrap_or(true), ..preset.stack() };
         let is_database_targets = data.targets.is_some();
-        let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed, preset == Preset::Deep)?;
+        let supervised = self.supervised.settings(file_supervised, is_database_targets, stack.rbm.seed, preset.supervised())?;
         // Long chains in the top RBM buy varied samples; fine-tuning turns it into a
         // feed-forward layer, where they bought nothing (500-500-2000: 2.34% test error with
         // them, 1.98% without, docs/DEFAULTS.md) and cost time.
