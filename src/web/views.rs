@@ -6,9 +6,11 @@ use super::{image_to_js, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::data::Dataset;
 use crate::format::SavedDbn;
+use crate::model::Dbn;
 use crate::report::histogram;
 use crate::report::image_grid::{self, Scaling};
-use crate::sample::GenerativeChains;
+use crate::engine::chains::{ChainStart, Chains};
+use crate::engine::Engine;
 use serde::Serialize;
 use std::borrow::Cow;
 use wasm_bindgen::prelude::*;
@@ -80,7 +82,7 @@ impl Playground {
     /// Starts the dream: one chain from a random top-level state.
     pub fn start_dream(&mut self, seed: u64) -> Result<(), JsError> {
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
-        self.views.dream = Some(Dream { chain: GenerativeChains::from_random(&model, &CpuBackend, 1, seed), layers: model.layers.len(), seed });
+        self.views.dream = Some(Dream { chain: Dream::chain(&model, seed)?, seed });
         Ok(())
     }
 
@@ -90,17 +92,17 @@ impl Playground {
         let model = self.model().ok_or_else(|| JsError::new("no model yet"))?;
         let shape = self.image_shape()?;
         let dream = self.views.dream.as_mut().ok_or_else(|| JsError::new("no dream started"))?;
-        if dream.layers != model.layers.len() {
-            *dream = Dream { chain: GenerativeChains::from_random(&model, &CpuBackend, 1, dream.seed), layers: model.layers.len(), seed: dream.seed };
+        if dream.chain.n_layers() != model.layers.len() {
+            dream.chain = Dream::chain(&model, dream.seed)?;
         }
-        dream.chain.advance(&model, &CpuBackend, steps);
-        let image = dream.chain.images(&model, &CpuBackend);
+        dream.chain.advance(&model, steps);
+        let image = dream.chain.cpu_images(&model).expect("the dream runs on the CPU");
         Ok(image_to_js(image_grid::tile(&image, 1, shape, 1, Scaling::Unit)))
     }
 
     /// Gibbs steps the dream has taken since it (last) started.
     pub fn dream_steps(&self) -> u64 {
-        self.views.dream.as_ref().map_or(0, |d| d.chain.steps_done)
+        self.views.dream.as_ref().map_or(0, |d| d.chain.steps_done())
     }
 }
 
@@ -128,11 +130,16 @@ impl Playground {
     }
 }
 
-/// The dream chain with the depth of the model it started on.
+/// The dream: one chain on the CPU (with the depth of the model it started on).
 pub(super) struct Dream {
-    chain: GenerativeChains,
-    layers: usize,
+    chain: Chains,
     seed: u64,
+}
+
+impl Dream {
+    fn chain(model: &Dbn, seed: u64) -> Result<Chains, JsError> {
+        Chains::start(&Engine::Cpu, model, ChainStart::Random { count: 1 }, seed).map_err(|e| JsError::new(&e))
+    }
 }
 
 #[derive(Default)]
