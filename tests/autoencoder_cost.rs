@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! The sparse autoencoder's cost against a hand computation, its gradient against central
 //! differences for every parameter block, its NaN/Inf reports, and its independence of the
 //! thread count.

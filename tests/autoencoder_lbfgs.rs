@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! L-BFGS and its strong-Wolfe line search on functions with known minima.
 
 use deepbelief::autoencoder::lbfgs::{minimise, LbfgsSettings, LbfgsStop, Memory};

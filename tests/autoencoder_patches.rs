@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Patch sampling, UFLDL's normalisation, ZCA whitening and MNIST inputs for autoencoders.
 
 use deepbelief::backend::cpu::CpuBackend;

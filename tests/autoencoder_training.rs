@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! The UFLDL exercise in miniature: a 64→25→64 sparse autoencoder trained by 400 L-BFGS
 //! iterations on 10,000 normalised 8×8 patches of synthetic images (oriented sine gratings
 //! plus noise, made here: no data files), and the other two optimisers on the same cost.
