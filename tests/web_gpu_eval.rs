@@ -1,14 +1,15 @@
 #![cfg(target_arch = "wasm32")]
-//! GPU evaluation, generative chains and AIS on WebGPU in headless Chromium (`wasm-pack test`),
-//! against the CPU reference: the bodies of the native suite (tests/support/gpu_eval.rs, run by
+//! GPU evaluation kernels on WebGPU in headless Chromium (`wasm-pack test`), against the CPU
+//! reference: the bodies of the native suite (tests/support/gpu_eval.rs, run by
 //! tests/gpu_eval.rs) at small sizes, on synthetic digit-like bytes (no files in the browser).
+//! Chains and AIS parity are the engine suite's (tests/web_engine_suite.rs).
 
 mod support;
 
 use deepbelief::model::VisibleUnits;
 use support::check::check;
 use support::device::context;
-use support::gpu_eval::{self, random_dbn, random_rbm, stroke_bytes};
+use support::gpu_eval::{self, random_rbm, stroke_bytes};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -26,23 +27,4 @@ async fn webgpu_evaluation_matches_cpu() {
 #[wasm_bindgen_test]
 async fn webgpu_propagation_matches_cpu() {
     check(gpu_eval::propagation_matches_cpu(&context().await, &stroke_bytes(600, 100, 7), &[30, 10]).await);
-}
-
-#[wasm_bindgen_test]
-async fn webgpu_generative_chains_match_cpu() {
-    let ctx = context().await;
-    let data = stroke_bytes(100, 64, 8);
-    let cases: Vec<usize> = (0..16).map(|k| k * 6).collect();
-    check(gpu_eval::chains_match_cpu(&ctx, &random_dbn(64, &[30, 20], 0.2, VisibleUnits::Bernoulli), Some((&data, &cases)), 0, 6, 0.0, 0.9).await);
-    // 40 steps: across a submission boundary (32 per submission).
-    check(gpu_eval::chains_match_cpu(&ctx, &random_dbn(64, &[24], 0.2, VisibleUnits::Bernoulli), None, 16, 40, 0.0, 0.9).await);
-}
-
-#[wasm_bindgen_test]
-async fn webgpu_ais_matches_cpu_and_exact_log_z() {
-    let ctx = context().await;
-    let data = stroke_bytes(200, 50, 9);
-    check(gpu_eval::ais_matches_cpu_run_for_run(&ctx, &random_rbm(50, 10, 7, 0.3, VisibleUnits::Bernoulli), &data, 20, 20, 1e-5).await);
-    let small = stroke_bytes(200, 20, 10);
-    check(gpu_eval::ais_matches_exact_log_z(&ctx, &random_rbm(20, 8, 8, 0.6, VisibleUnits::Bernoulli), &small, 200, 300, 0.05).await);
 }

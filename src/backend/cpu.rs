@@ -227,7 +227,7 @@ impl Backend for CpuBackend {
 
 /// `stream.uniform(4·group + i)` for i in 0..4 from one Philox block: `RngStream::uniform`
 /// draws the four from the same block and keeps one, so this is 4× less work for the same
-/// values (tests/cpu_backend.rs and the test below check them against `uniform`).
+/// values (tests/engine_suite/checks/operations.rs and the test below check them against `uniform`).
 fn uniforms4(stream: &RngStream, group: u64) -> [f32; 4] {
     let counter = [group as u32, stream.step as u32, (stream.step >> 32) as u32, stream.purpose as u32 | ((group >> 32) as u32) << 8];
     philox4x32_10(counter, stream.key).map(|x| (x >> 8) as f32 * (1.0 / 16_777_216.0))

@@ -2,7 +2,7 @@
 //! GEMM or sampling kernel of `shaders/`, and waits for the result. It lets everything written
 //! against the trait — initialisation trials, metrics, greedy propagation, supervised training
 //! and fine-tuning, generative chains — run on the GPU unchanged, and lets the one
-//! backend-neutral test suite (tests/support/backend_suite.rs) check the GPU kernels through the
+//! engine suite (tests/engine_suite/checks/operations.rs) check the GPU kernels through the
 //! same calls as the CPU reference.
 //!
 //! The device-resident paths (`GpuCdTrainer`, `gpu::evaluate`, `GpuChains`, `gpu::ais`) are far

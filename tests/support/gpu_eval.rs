@@ -1,4 +1,4 @@
-//! The GPU evaluation / sampling / AIS checks against the CPU reference, shared by the native
+//! The GPU evaluation and sampling checks against the CPU reference, shared by the native
 //! suite (tests/gpu_eval.rs, lavapipe) and the browser suite (tests/web_gpu_eval.rs, WebGPU in
 //! headless Chromium). Each returns a one-line report of the measured differences, or why it
 //! failed.
@@ -204,49 +204,4 @@ pub async fn chains_match_cpu(ctx: &GpuContext, dbn: &deepbelief::model::Dbn, st
     Ok(format!(
         "{n} chains, {steps} steps: start error {start_err:.1e} (images {start_image_err:.1e}); {identical}/{n} chains identical at the end, their images within {image_err:.1e}"
     ))
-}
-
-/// AIS on the GPU against `eval::ais_log_partition` with a short schedule, where the runs follow
-/// the CPU's runs draw for draw: log Z and the spread of the log weights must agree to
-/// `tolerance` (relative).
-pub async fn ais_matches_cpu_run_for_run(ctx: &GpuContext, rbm: &Rbm, data: &Dataset, runs: usize, steps: usize, tolerance: f64) -> Outcome {
-    use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, AisConfig, AisSchedule};
-    let base = base_rate_visible_bias(&data.input_means());
-    let kernels = deepbelief::gpu::ais::AisKernels::new(ctx);
-    let mut report = Vec::new();
-    for (schedule, seed) in [(AisSchedule::Linear, 3u64), (AisSchedule::Paper, 4)] {
-        let config = AisConfig { runs, betas: steps, schedule, seed };
-        let c = ais_log_partition(&CpuBackend, rbm, &base, &config).map_err(|e| e.to_string())?;
-        let g = gpu(kernels.log_partition(ctx, rbm, &base, &config).await)?;
-        let (z, sd) = (relative(g.log_z, c.log_z), relative(g.log_weights_std, c.log_weights_std));
-        ensure!(z <= tolerance && sd <= 10.0 * tolerance, "{schedule:?}: log Z gpu {} cpu {} (relative {z:e}); log-weight sd gpu {} cpu {} (relative {sd:e})", g.log_z, c.log_z, g.log_weights_std, c.log_weights_std);
-        ensure!(c.log_weights_std > 1e-3, "{schedule:?}: the runs do not vary (sd {})", c.log_weights_std);
-        ensure!(g.runs == runs && g.betas == steps && g.schedule == schedule, "{schedule:?}: settings not reported back");
-        report.push(format!("{schedule:?}: log Z {:.5} rel {z:.1e}, sd {:.4} rel {sd:.1e}", c.log_z, c.log_weights_std));
-    }
-    let config = AisConfig { runs: 1, betas: steps, schedule: AisSchedule::Linear, seed: 1 };
-    ensure!(deepbelief::gpu::ais::ais_log_partition(ctx, rbm, &base, &config).await.is_err(), "one run must be refused");
-    Ok(format!("AIS, {runs} runs × {steps} steps, run for run: {}", report.join("; ")))
-}
-
-/// AIS on the GPU against the exact log Z of a small RBM, with long schedules where runs no
-/// longer follow the CPU's: the estimate must lie within `tolerance` nats of the truth (and
-/// of the CPU's own error plus `tolerance`).
-pub async fn ais_matches_exact_log_z(ctx: &GpuContext, rbm: &Rbm, data: &Dataset, runs: usize, steps: usize, tolerance: f64) -> Outcome {
-    use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, exact_log_partition, AisConfig, AisSchedule};
-    let exact = exact_log_partition(rbm).map_err(|e| e.to_string())?;
-    let base = base_rate_visible_bias(&data.input_means());
-    let kernels = deepbelief::gpu::ais::AisKernels::new(ctx);
-    let mut report = Vec::new();
-    for (schedule, seed) in [(AisSchedule::Linear, 11u64), (AisSchedule::Paper, 12)] {
-        let config = AisConfig { runs, betas: steps, schedule, seed };
-        let g = gpu(kernels.log_partition(ctx, rbm, &base, &config).await)?;
-        let c = ais_log_partition(&CpuBackend, rbm, &base, &config).map_err(|e| e.to_string())?;
-        let (g_err, c_err) = (g.log_z - exact, c.log_z - exact);
-        ensure!(g_err.abs() <= tolerance, "{schedule:?}: GPU log Z {} vs exact {exact} (error {g_err:+.4} > {tolerance})", g.log_z);
-        ensure!(g_err.abs() <= c_err.abs() + tolerance, "{schedule:?}: GPU error {g_err:+.4} against the CPU's {c_err:+.4}");
-        ensure!(g.log_z_low <= g.log_z && g.log_z <= g.log_z_high, "{schedule:?}: log Z outside its own interval");
-        report.push(format!("{schedule:?}: GPU {:.4} ({g_err:+.4}), CPU ({c_err:+.4}), ±3σ [{:.4}, {:.4}]", g.log_z, g.log_z_low, g.log_z_high));
-    }
-    Ok(format!("AIS against exact log Z {exact:.4} ({runs} runs × {steps} steps): {}", report.join("; ")))
 }

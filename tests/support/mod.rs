@@ -7,9 +7,9 @@
 //! - `mnist` (native): the shared MNIST files in ../shared/data/mnist;
 //! - `device`: a wgpu device (lavapipe natively, WebGPU in the browser);
 //! - `cli` (native): the built binary, temporary folders, a small IDX file;
-//! - `backend_suite`: the backend-neutral checks, on the CPU and on the wgpu kernels;
 //! - `gpu_kernels`, `gpu_eval`, `gpu_update`: GPU parity checks against the CPU reference, run
-//!   natively on lavapipe and in headless Chromium on WebGPU;
+//!   natively on lavapipe and in headless Chromium on WebGPU (the engine-neutral checks live in
+//!   tests/engine_suite);
 //! - `web_playground` (wasm): synthetic data sets and readers for the page API's values.
 
 #![allow(dead_code)]
@@ -26,7 +26,6 @@ macro_rules! ensure {
     };
 }
 
-pub mod backend_suite;
 pub mod check;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;

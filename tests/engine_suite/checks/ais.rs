@@ -1,6 +1,6 @@
 //! AIS parity: `Engine::ais_log_partition` from the base-rate model.
 //!
-//! - Run for run: with a short schedule the device's runs follow the CPU's draw for draw (same
+//! - Run for run: on a 300 × 40 RBM with a short schedule the device's runs follow the CPU's draw for draw (same
 //!   Philox uniforms; a near-tie flip is rare in 20 × 20 steps), so log Z must agree to 1e-5
 //!   relative and the log weights' spread to 1e-4.
 //! - Against the truth: on a 20 × 8 RBM, log Z by enumeration; 200 runs of 300 steps must come
@@ -15,8 +15,9 @@ use deepbelief::eval::{ais_log_partition, base_rate_visible_bias, exact_log_part
 use deepbelief::model::VisibleUnits;
 
 pub async fn ais_follows_cpu_run_for_run<H: Harness>(h: &H) -> Result<String, String> {
-    let data = stroke_bytes(200, 50, 9);
-    let rbm = random_rbm(50, 10, 7, 0.3, VisibleUnits::Bernoulli);
+    // 300 visible units: more than a workgroup's 256 lanes.
+    let data = stroke_bytes(200, 300, 9);
+    let rbm = random_rbm(300, 40, 7, 0.05, VisibleUnits::Bernoulli);
     let base = base_rate_visible_bias(&data.input_means());
     let mut report = Vec::new();
     for (schedule, seed) in [(AisSchedule::Linear, 3u64), (AisSchedule::Paper, 4)] {

@@ -47,12 +47,12 @@ async fn follow(engine: &Engine, dbn: &Dbn, start: ChainStart<'_>, steps: usize)
     Ok(format!("{n} chains × {steps} steps: start {start_gap:.1e}, {agreeing}/{n} agree at the end"))
 }
 
-/// A two-layer model from data cases, and a one-layer model from random states across a
+/// A two-layer model over 300 inputs (more than a workgroup's 256 lanes) from data cases, and a one-layer model from random states across a
 /// submission boundary (40 steps > 32 per submission).
 pub async fn chains_follow_cpu_draw_for_draw<H: Harness>(h: &H) -> Result<String, String> {
-    let data = stroke_bytes(100, 64, 8);
+    let data = stroke_bytes(100, 300, 8);
     let cases: Vec<usize> = (0..24).map(|k| k * 4).collect();
-    let two = random_dbn(64, &[30, 20], 0.2, VisibleUnits::Bernoulli);
+    let two = random_dbn(300, &[60, 30], 0.3, VisibleUnits::Bernoulli);
     let from_data = follow(h.engine(), &two, ChainStart::Data { data: &data, cases: &cases }, 6).await?;
     let one = random_dbn(64, &[24], 0.2, VisibleUnits::Bernoulli);
     let from_random = follow(h.engine(), &one, ChainStart::Random { count: 16 }, 40).await?;

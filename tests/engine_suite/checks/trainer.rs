@@ -23,7 +23,8 @@ use deepbelief::train::config::CdConfig;
 use deepbelief::train::monitor::EpochMetrics;
 use deepbelief::train::{EpochReport, GreedyEvent, StackConfig};
 
-/// 240 stroke images of 64 pixels: 12 batches of 20.
+/// 240 stroke images of 64 pixels: 12 batches of 20, small enough to learn visibly in four
+/// epochs (tests/gpu_trainer.rs trains 784-pixel layers for the kernels' larger shapes).
 fn data() -> Dataset {
     stroke_bytes(240, 64, 21)
 }
