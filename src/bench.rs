@@ -3,6 +3,8 @@
 //! the web page (`www/bench.html`), so native and wasm numbers measure the same code.
 //! `bench/run.mjs` compares them with NumPy and scikit-learn run on the same machine.
 
+pub mod autoencoder;
+
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{Activation, Backend, Weights};
 use crate::data::Dataset;

@@ -1,7 +1,9 @@
 //! The GPU benchmarks of `crate::bench` on the engine's device, for `deepbelief bench` and
-//! `www/bench.html` (the CPU benchmark needs no device: `bench::bench_cpu_epoch`).
+//! `www/bench.html` (the CPU benchmark needs no device: `bench::bench_cpu_epoch`), and the
+//! sparse autoencoder's sweep on either engine (`bench::autoencoder`).
 
 use super::Engine;
+use crate::bench::autoencoder::{self, AutoencoderBenchRow, AutoencoderBenchSettings};
 use crate::bench::{self, GpuBenchReport, SweepRow};
 use crate::data::Dataset;
 use crate::gpu::GpuContext;
@@ -26,5 +28,15 @@ impl Engine {
     /// Every tiling and split-k factor of the products of [`bench::sweep_shapes`].
     pub async fn gemm_sweep(&self, batch: u32, n_visible: u32, n_hidden: u32, splits: &[u32]) -> Result<Vec<SweepRow>, String> {
         bench::gemm_sweep(self.device()?, &bench::sweep_shapes(batch, n_visible, n_hidden), splits).await.map_err(|e| e.to_string())
+    }
+
+    /// Issue 17's sweep: one full-batch sparse-autoencoder cost and gradient per `v × v/2` size,
+    /// on the CPU reference or the device (the `resident` and `upload_download` rows); `on_row`
+    /// sees each row as it is measured.
+    pub async fn bench_autoencoder(&self, sizes: &[usize], settings: &AutoencoderBenchSettings, on_row: impl FnMut(&AutoencoderBenchRow)) -> Result<Vec<AutoencoderBenchRow>, String> {
+        match self {
+            Engine::Cpu => autoencoder::bench_cpu_sweep(sizes, settings, on_row),
+            Engine::Gpu(ctx) => autoencoder::bench_gpu_sweep(ctx, sizes, settings, on_row).await,
+        }
     }
 }

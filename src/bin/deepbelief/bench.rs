@@ -5,11 +5,18 @@
 //! GPU data: the IDX file's cases tiled to `--cases` (default 60,000: the 10k MNIST file
 //! repeated 6 times, so an epoch has the full MNIST training set's shape); the Raina shapes
 //! train on random binary bytes (see `deepbelief::bench::random_binary_cases`).
+//!
+//! `--autoencoder`: issue 17's sweep instead (`deepbelief::bench::autoencoder`): one
+//! full-batch sparse-autoencoder cost and gradient over `--cases` (10,000) for each `v × v/2`
+//! of `--sizes`, one row per size (and on the GPU per variant: `resident`, `upload_download`),
+//! printed as it is measured; with `--json` each row is a JSON line.
 
 use crate::backend_choice::{self, BackendChoice};
 use crate::output::Output;
 use clap::Args;
+use deepbelief::bench::autoencoder::{AutoencoderBenchRow, AutoencoderBenchSettings, SIZES};
 use deepbelief::data::load_idx_dataset;
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -29,9 +36,10 @@ pub struct BenchArgs {
     /// Backend to time: cpu, gpu, or auto (the GPU when an adapter exists).
     #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
     pub backend: BackendChoice,
-    /// GPU only: cases per epoch, the file's cases tiled (60,000 = MNIST's training set size).
-    #[arg(long, value_name = "N", default_value_t = 60_000)]
-    pub cases: usize,
+    /// GPU only: cases per epoch, the file's cases tiled (default 60,000 = MNIST's training
+    /// set size). With --autoencoder: the cases of the batch (default 10,000).
+    #[arg(long, value_name = "N")]
+    pub cases: Option<usize>,
     /// GPU only: skip the Raina et al. (2009) Table 2 shapes.
     #[arg(long)]
     pub no_raina: bool,
@@ -46,13 +54,55 @@ pub struct BenchArgs {
     /// and split-k factor (prints the best of each, and the automatic choice).
     #[arg(long)]
     pub gemm_sweep: bool,
-    /// Print the report as one JSON object on the last line of standard output.
+    /// Time the sparse autoencoder's full-batch cost and gradient (issue 17) instead of RBM
+    /// epochs: one v × v/2 network per --sizes, random inputs in [0, 1] from Philox, λ = 1e-4,
+    /// β = 3, ρ = 0.01.
+    #[arg(long)]
+    pub autoencoder: bool,
+    /// --autoencoder: the visible sizes v, comma-separated.
+    #[arg(long, value_name = "V,V,...", value_delimiter = ',', default_values_t = SIZES)]
+    pub sizes: Vec<usize>,
+    /// --autoencoder: untimed evaluations before the timed ones (on the GPU at least 1).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub warmups: usize,
+    /// --autoencoder on the GPU: sizes up to this v also report the CPU's J on the same data
+    /// and weights (fields J_cpu, J_relative_difference).
+    #[arg(long, value_name = "V", default_value_t = 1024)]
+    pub check_up_to: usize,
+    /// Print the report as one JSON object on the last line of standard output (with
+    /// --autoencoder, one JSON object per line, each size and variant).
     #[arg(long)]
     pub json: bool,
 }
 
+fn run_autoencoder(args: &BenchArgs, output: Output) -> Result<(), String> {
+    let engine = backend_choice::engine(args.backend)?;
+    let settings = AutoencoderBenchSettings { cases: args.cases.unwrap_or(deepbelief::bench::autoencoder::CASES), warmups: args.warmups, repeats: args.repeats, check_up_to: args.check_up_to, ..Default::default() };
+    let print = |r: &AutoencoderBenchRow| {
+        let check = match (r.cost_cpu, r.cost_relative_difference) {
+            (Some(cpu), Some(difference)) => format!(" (CPU J {cpu:.6}, relative difference {difference:.1e})"),
+            _ => String::new(),
+        };
+        output.text(&format!(
+            "autoencoder {}×{}, {} cases, {} {}: median {:.4} s, min {:.4} s of {}, {:.0} GFLOP/s, J {:.6}{check}; {}",
+            r.size, r.hidden, r.cases, r.backend, r.variant, r.seconds_median, r.seconds_min, r.seconds.len(), r.gflops, r.cost, r.device
+        ));
+        if output.json {
+            // Each row as it is measured: a sweep cut short by a time limit keeps what it has.
+            let line = serde_json::to_string(r).expect("a benchmark row serialises");
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+        }
+    };
+    pollster::block_on(engine.bench_autoencoder(&args.sizes, &settings, print))?;
+    Ok(())
+}
+
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let output = Output { json: args.json };
+    if args.autoencoder {
+        return run_autoencoder(&args, output);
+    }
     let engine = backend_choice::engine(args.backend)?;
     let data = load_idx_dataset(&args.images, None).map_err(|e| e.to_string())?;
     if args.hidden == 0 || args.hidden > deepbelief::train::config::MAX_HIDDEN {
@@ -65,7 +115,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         return Err("--repeats is 0, expected at least 1 timed epoch".into());
     }
     if engine.is_gpu() {
-        if args.cases == 0 {
+        let cases = args.cases.unwrap_or(60_000);
+        if cases == 0 {
             return Err("--cases is 0, expected at least one case".into());
         }
         if args.gemm_sweep {
@@ -81,7 +132,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             output.finish(&serde_json::to_value(&rows).map_err(|e| e.to_string())?);
             return Ok(());
         }
-        let tiled = deepbelief::bench::tile_cases(&data, args.cases);
+        let tiled = deepbelief::bench::tile_cases(&data, cases);
         let report = pollster::block_on(engine.bench_gpu(&tiled, args.hidden, args.batch_size, args.repeats, !args.no_raina, args.raina_batches, args.profile))?;
         let m = &report.mnist;
         output.text(&format!(
