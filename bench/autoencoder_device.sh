@@ -16,7 +16,7 @@
 #   2. PyTorch on the GPU (bench/autoencoder_torch.py: fp32, TF32 off; eager, torch.compile,
 #      CUDA graphs; explicit gradient and autograd), largest size first.
 #   3. Ours on the GPU (native wgpu, Vulkan): the `resident` and `upload_download` rows, largest
-#      size first, the CPU's J beside the GPU's up to v = 1024.
+#      size first, one process per size, the CPU's J beside the GPU's up to v = 1024.
 # Each step runs under `timeout`; what it printed before that stays in ae.jsonl.
 #
 # Knobs (environment): SIZES, CASES, CPU_REPEATS, GPU_REPEATS, CPU_BUDGET_S, TORCH_TIMEOUT_S,
@@ -131,11 +131,21 @@ if ! timeout "$TORCH_TIMEOUT_S" python3 bench/autoencoder_torch.py --sizes "$DES
 fi
 
 # --- 3. Ours on the GPU ---------------------------------------------------------------------
+# One process per size: a size that fails (a device limit, say) costs only its own rows.
 say "ours GPU (wgpu, Vulkan), sizes $DESCENDING, at most ${GPU_TIMEOUT_S} s"
-if ! timeout "$GPU_TIMEOUT_S" "$BIN" bench --autoencoder --backend gpu --sizes "$DESCENDING" --cases "$CASES" --repeats "$GPU_REPEATS" --warmups 3 \
-  --check-up-to 1024 --json >>"$JSONL" 2>>"$LOG"; then
-  FAILED+=("ours gpu (exit or timeout; rows printed before it are kept)")
-fi
+GPU_START=$(date +%s)
+for v in ${DESCENDING//,/ }; do
+  LEFT=$((GPU_TIMEOUT_S - ($(date +%s) - GPU_START)))
+  if [ "$LEFT" -lt 5 ]; then
+    skipped "$v" gpu "GPU time limit of ${GPU_TIMEOUT_S} s spent"
+    continue
+  fi
+  if ! timeout "$LEFT" "$BIN" bench --autoencoder --backend gpu --sizes "$v" --cases "$CASES" --repeats "$GPU_REPEATS" --warmups 3 \
+    --check-up-to 1024 --json >>"$JSONL" 2>>"$LOG"; then
+    FAILED+=("ours gpu $v")
+    skipped "$v" gpu "failed or out of time (see ae.log)"
+  fi
+done
 
 # --- Summary --------------------------------------------------------------------------------
 python3 - "$JSONL" >"$OUT/ae_summary.txt" <<'PY'
