@@ -2,7 +2,10 @@
 //! The page's WebGPU training in headless Chromium (`wasm-pack test --headless --chrome`):
 //! every epoch event carries the per-epoch monitor (the free-energy chart plots
 //! `metrics.free_energy_train` against `metrics.free_energy_held_out`), measured on the device,
-//! and after a lost device the CPU's epochs carry it too. The figures of a layer's last epoch
+//! and after a lost device the CPU's epochs carry it too. The run goes through `unit()`, as the
+//! worker drives it: the layer moves onto the device as it starts, the first device epoch is
+//! announced (`before_unit`), and a lost device gives the worker's notice and `backend` event.
+//! The figures of a layer's last epoch
 //! are the CPU reference's (`measure_epoch`) on the saved layer, whose sorted hidden units
 //! neither the free energy nor the reconstruction sees; tolerance 1e-5 relative (f32 sums on
 //! the device).
@@ -31,13 +34,33 @@ fn settings() -> Value {
     })
 }
 
-/// A playground with 20% held out and the run started up to its first layer's start.
-fn started() -> deepbelief::web::Playground {
+/// A playground with 20% held out and the run on WebGPU (its device destroyed after
+/// `lose_after` device epochs) started up to its first layer's start, which is on the device.
+async fn started(lose_after: u32) -> deepbelief::web::Playground {
     let mut pg = loaded(CASES);
     pg.set_held_out(0.2, Some(3)).unwrap();
     pg.start_training(js(settings())).unwrap();
-    assert_eq!(json(pg.step().unwrap())["event"], "layer_started");
+    pg.simulate_gpu_loss_after(lose_after);
+    let chosen = json(JsFuture::from(pg.choose_backend("webgpu".into(), None, None)).await.expect("choose_backend"));
+    assert_eq!(chosen["backend"], "webgpu", "WebGPU adapter (Chromium needs --enable-unsafe-webgpu): {chosen}");
+    assert!(pg.before_unit().unwrap().is_null(), "nothing to announce before a layer's start");
+    let started = unit(&mut pg).await;
+    assert_eq!(started["unit"]["event"], "layer_started", "{started}");
+    assert_eq!(started["post"], json!([started["unit"]]), "the layer goes onto the device without a notice");
+    assert!(pg.training_on_gpu(), "the layer trains on the GPU");
     pg
+}
+
+async fn unit(pg: &mut deepbelief::web::Playground) -> Value {
+    json(JsFuture::from(pg.unit()).await.expect("a unit"))
+}
+
+/// A device epoch through `unit()`: the epoch event, posted as it is.
+async fn device_epoch(pg: &mut deepbelief::web::Playground) -> Value {
+    let outcome = unit(pg).await;
+    assert_eq!(outcome["unit"]["event"], "epoch", "{outcome}");
+    assert_eq!(outcome["post"], json!([outcome["unit"]]), "{outcome}");
+    outcome["unit"].clone()
 }
 
 /// The page's training and held-out cases, as the run sees them.
@@ -82,14 +105,15 @@ fn check_against_cpu(pg: &mut deepbelief::web::Playground, last: &Value) {
 
 #[wasm_bindgen_test]
 async fn webgpu_epochs_carry_the_monitor_of_the_cpu_reference() {
-    let mut pg = started();
-    JsFuture::from(pg.gpu_connect()).await.expect("WebGPU adapter (Chromium needs --enable-unsafe-webgpu)");
-    assert_eq!(pg.gpu_begin_layer().unwrap(), None, "the layer trains on the GPU");
+    let mut pg = started(0).await;
+    let busy = json(pg.before_unit().unwrap());
+    assert_eq!(busy["event"], "busy", "the first device epoch is announced: {busy}");
+    assert!(busy["message"].as_str().unwrap().starts_with("Compiling the WebGPU kernels"), "{busy}");
     let mut last = None;
-    while pg.gpu_layer_active() {
-        let event = json(JsFuture::from(pg.gpu_epoch()).await.expect("a GPU epoch"));
-        assert_eq!(event["event"], "epoch");
+    while pg.training_on_gpu() {
+        let event = device_epoch(&mut pg).await;
         assert_monitored(&event);
+        assert!(pg.before_unit().unwrap().is_null(), "only the run's first device epoch is announced");
         last = Some(event);
     }
     check_against_cpu(&mut pg, &last.expect("at least one GPU epoch"));
@@ -97,17 +121,21 @@ async fn webgpu_epochs_carry_the_monitor_of_the_cpu_reference() {
 
 #[wasm_bindgen_test]
 async fn epochs_after_a_lost_device_carry_the_monitor() {
-    let mut pg = started();
-    JsFuture::from(pg.gpu_connect()).await.expect("WebGPU adapter");
-    assert_eq!(pg.gpu_begin_layer().unwrap(), None);
-    assert_monitored(&json(JsFuture::from(pg.gpu_epoch()).await.expect("a GPU epoch")));
-    pg.gpu_simulate_loss();
-    let fell_back = json(JsFuture::from(pg.gpu_epoch()).await.expect("an epoch on a lost device falls back"));
-    assert_eq!(fell_back["event"], "fell_back", "{fell_back}");
-    assert_eq!(fell_back["resumed_at"], 1, "{fell_back}");
-    assert!(!pg.gpu_layer_active(), "the layer goes on on the CPU");
+    let mut pg = started(1).await;
+    assert_monitored(&device_epoch(&mut pg).await);
+    let outcome = unit(&mut pg).await;
+    let fell_back = &outcome["unit"];
+    assert_eq!(fell_back["event"], "fell_back", "{outcome}");
+    assert_eq!(fell_back["resumed_at"], 1, "{outcome}");
+    let post = outcome["post"].as_array().unwrap();
+    assert_eq!(post.len(), 2, "a notice and the backend: {outcome}");
+    assert_eq!(post[0]["event"], "notice");
+    assert_eq!(post[0]["message"], format!("WebGPU failed ({}); continuing on the CPU", fell_back["message"].as_str().unwrap()));
+    assert_eq!((&post[1]["event"], &post[1]["backend"], &post[1]["reason"]), (&json!("backend"), &json!("cpu"), &json!("WebGPU failed")));
+    assert!(post[1]["threads"].as_u64().is_some_and(|t| t >= 1), "{outcome}");
+    assert!(!pg.training_on_gpu(), "the layer goes on on the CPU");
     let last = loop {
-        let event = json(pg.step().unwrap());
+        let event = unit(&mut pg).await["unit"].clone();
         assert_eq!(event["event"], "epoch", "expected the CPU's epochs, got {event}");
         assert_monitored(&event);
         if event["report"]["stop"] != Value::Null {

@@ -186,3 +186,29 @@ fn one_cpu_thread_trains_the_same_model() {
         assert_eq!(without_timing(json(every.step().unwrap())), without_timing(json(one.step().unwrap())));
     }
 }
+
+/// The worker's calls on a CPU run: `unit()` and `batch_unit()` train as `step()` and
+/// `step_batch()` do, and post each event as it is, except `finished` (the worker posts its own).
+#[wasm_bindgen_test]
+async fn units_on_the_cpu_post_what_step_returns() {
+    let config = json!({ "stack": { "layers": [10, 6], "rbm": rbm_settings(2), "monitor_cases": 50 } });
+    let mut stepped = loaded(120);
+    stepped.start_training(js(config.clone())).unwrap();
+    let mut by_units = loaded(120);
+    by_units.start_training(js(config)).unwrap();
+    for call in 0..40 {
+        let (expected, outcome) = if call % 3 == 1 {
+            (json(stepped.step_batch().unwrap()), json(by_units.batch_unit().unwrap()))
+        } else {
+            (json(stepped.step().unwrap()), json(wasm_bindgen_futures::JsFuture::from(by_units.unit()).await.unwrap()))
+        };
+        assert!(by_units.before_unit().unwrap().is_null(), "nothing to announce on the CPU");
+        assert_eq!(without_timing(outcome["unit"].clone()), without_timing(expected.clone()), "call {call}");
+        let posted = if expected["event"] == "finished" { json!([]) } else { json!([outcome["unit"]]) };
+        assert_eq!(outcome["post"], posted, "call {call}: {outcome}");
+        if expected["event"] == "finished" {
+            return;
+        }
+    }
+    panic!("the run did not finish in 40 units");
+}

@@ -1,14 +1,11 @@
-//! The engine behind `Playground::gpu_*` and the choice of backend: which engine a run uses
-//! (`engine::Engine::choose_with`, the rule the CLI uses too), the device kept across runs,
-//! and the device epochs of the run's layers (`engine::stack::StackRun`, which checkpoints each
-//! and resumes on the CPU when the device is lost). Both live in an `Rc<RefCell<..>>` so that
-//! an exported method can hand a `'static` future to `future_to_promise`: the layer is taken
-//! out of the run for the await and handed back afterwards. The worker only calls these and
-//! posts events.
+//! The device behind the page's training and chains, and the choice of backend: which engine a
+//! run uses (`engine::Engine::choose_with`, the rule the CLI uses too), the device kept across
+//! runs, and how the run in training uses it ([`RunDevice`], advanced by `units.rs`). They live
+//! in an `Rc<RefCell<..>>` so that an exported method can hand a `'static` future to
+//! `future_to_promise`.
 
-use super::{js_error, to_js, Playground};
+use super::{to_js, Playground};
 use crate::engine::chains::Chains;
-use crate::engine::stack::{StackEvent, StackRun};
 use crate::engine::{Engine, EngineChoice};
 use wasm_bindgen::prelude::*;
 
@@ -18,6 +15,20 @@ pub(super) struct EngineState {
     pub engine: Option<Engine>,
     /// Generative chains on the device (`None` while a read-back is awaited).
     pub chains: Option<Chains>,
+    /// How the run in training uses the device.
+    pub run: RunDevice,
+}
+
+/// How the run in training uses the device: off at `start_training`, on when `choose_backend`
+/// chooses WebGPU, off again for good once a layer is refused or the device is lost.
+#[derive(Default)]
+pub(super) struct RunDevice {
+    /// Each layer goes onto the device as it starts.
+    pub place_layers: bool,
+    /// Device epochs finished in this run.
+    pub epochs_done: u32,
+    /// Testing hook: the device is destroyed after this many device epochs (0: never).
+    pub lose_after: u32,
 }
 
 impl EngineState {
@@ -58,8 +69,9 @@ impl Playground {
     /// The engine rule of `engine::Engine::choose_with` for the page: `choice` is `cpu`,
     /// `webgpu` or `auto`; `adapter_name` the browser's name of its adapter (wgpu has none on
     /// the web); `unavailable` why this browser has no WebGPU at all, if so. Resolves to
-    /// `{backend: "webgpu" | "cpu", reason}`. The page cannot refuse to train, so a demanded
-    /// WebGPU that cannot start trains on the CPU, with the reason.
+    /// `{backend: "webgpu" | "cpu", reason}`, and the run started last places its layers on the
+    /// device when it is `webgpu`. The page cannot refuse to train, so a demanded WebGPU that
+    /// cannot start trains on the CPU, with the reason.
     pub fn choose_backend(&self, choice: String, adapter_name: Option<String>, unavailable: Option<String>) -> js_sys::Promise {
         let state = self.gpu.clone();
         wasm_bindgen_futures::future_to_promise(async move {
@@ -74,64 +86,8 @@ impl Playground {
                     Err(e) => cpu(format!("WebGPU could not start ({e})")),
                 },
             };
+            state.borrow_mut().run.place_layers = chosen.backend == "webgpu";
             to_js(&chosen).map_err(JsValue::from)
         })
-    }
-
-    /// Moves the layer just started (after its `layer_started` event) onto the GPU. Returns
-    /// `null` when it trains there, or the reason it stays on the CPU (unsupported settings,
-    /// no device, a device that refused or lost a layer of this run).
-    pub fn gpu_begin_layer(&mut self) -> Result<Option<String>, JsError> {
-        let mut stack = self.stack.borrow_mut();
-        let stack = stack.as_mut().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        let data = self.training_data.as_ref().ok_or_else(|| JsError::new("press Train first: no model is being trained"))?;
-        if stack.on_device() {
-            return Err(JsError::new("a layer is already training on the GPU"));
-        }
-        let Some(engine) = self.gpu.borrow().device() else { return Ok(Some("no WebGPU device".into())) };
-        match stack.place_on_device(&engine, data) {
-            Ok(true) => Ok(None),
-            Ok(false) => Ok(Some("the GPU refused or lost an earlier layer of this run".into())),
-            Err(reason) => Ok(Some(reason)),
-        }
-    }
-
-    /// Whether the current layer is still training on the GPU (more `gpu_epoch` calls to make).
-    pub fn gpu_layer_active(&self) -> bool {
-        self.stack.borrow().as_ref().is_some_and(StackRun::on_device)
-    }
-
-    /// One epoch on the GPU, then a download of its state; resolves to the same `epoch` event
-    /// as `step()`, or, when the device failed, to `{event: "fell_back", layer, message,
-    /// resumed_at}`: the layer then goes on on the CPU (`step()`) from the last epoch that
-    /// came back, exactly as it would have gone on on the GPU.
-    pub fn gpu_epoch(&self) -> js_sys::Promise {
-        let stack = self.stack.clone();
-        let state = self.gpu.clone();
-        wasm_bindgen_futures::future_to_promise(async move {
-            let no_layer = || JsValue::from_str("no layer is training on the GPU (or a GPU epoch is already running)");
-            let epoch = stack.borrow_mut().as_mut().ok_or_else(no_layer)?.begin_device_epoch().map_err(|e| JsValue::from_str(&e))?;
-            let done = epoch.run().await;
-            let event = match stack.borrow_mut().as_mut() {
-                Some(stack) => stack.end_device_epoch(done).map_err(|e| JsValue::from(js_error(e)))?,
-                None => None,
-            };
-            let event = event.ok_or_else(|| JsValue::from_str("the run was replaced while its GPU epoch ran"))?;
-            if let StackEvent::FellBack(_) = event {
-                // The failed device goes; a later run makes a new one.
-                let mut state = state.borrow_mut();
-                state.engine = None;
-                state.chains = None;
-            }
-            to_js(&event).map_err(JsValue::from)
-        })
-    }
-
-    /// Testing hook for the fall-back path: destroys the WebGPU device, as a driver reset or a
-    /// lost adapter would. The next `gpu_epoch` resolves to `fell_back`.
-    pub fn gpu_simulate_loss(&self) {
-        if let Some(engine) = &self.gpu.borrow().engine {
-            engine.simulate_loss();
-        }
     }
 }

@@ -22,6 +22,7 @@ mod files;
 mod gpu_training;
 mod supervised;
 mod training;
+mod units;
 mod views;
 use gpu_training::EngineState;
 pub use bench::bench_cpu;
@@ -109,7 +110,7 @@ pub struct Playground {
     chains: Option<crate::engine::chains::Chains>,
     /// How the chains were last started, so they can be restarted for a deeper model.
     chain_spec: Option<chains::ChainSpec>,
-    /// The device and its chains (see `gpu_training`).
+    /// The device, its chains and how the run in training uses it (see `gpu_training`).
     gpu: Rc<RefCell<EngineState>>,
     /// The supervised layers on top of the DBN, once trained or loaded.
     supervised: Option<SavedSupervised>,

@@ -36,6 +36,7 @@ impl Playground {
         self.training_data = Some(training_data);
         self.config = Some(config);
         self.supervised = None;
+        self.gpu.borrow_mut().run = Default::default();
         self.drop_chains();
         to_js(&plan)
     }
@@ -119,11 +120,11 @@ fn parse_settings<T: serde::de::DeserializeOwned>(value: JsValue) -> Result<T, J
     serde_wasm_bindgen::from_value(value).map_err(|e| invalid(&e))
 }
 
-fn no_run() -> JsError {
+pub(super) fn no_run() -> JsError {
     JsError::new("press Train first: no model is being trained")
 }
 
-fn loaded_not_trained() -> JsError {
+pub(super) fn loaded_not_trained() -> JsError {
     JsError::new("this model was loaded, not trained here: press Train to start a run")
 }
 

@@ -1,6 +1,7 @@
-// The training run of the worker: RBM layers unit by unit, WebGPU layers epoch by epoch, the
-// supervised stage, and the pause/step/cancel commands that steer it. `worker.js` creates one
-// with `createTrainingRun(env)`; `env` gives the engine, `post`, the cancel flag and the runtime.
+// The training run of the worker: RBM layers unit by unit, the supervised stage, and the
+// pause/step/cancel commands that steer it. Where each unit trains (WebGPU or the CPU, and the
+// fall-back) is the engine's: `unit()` says what to post. `worker.js` creates one with
+// `createTrainingRun(env)`; `env` gives the engine, `post`, the cancel flag and the runtime.
 
 const message = (error) => String(error?.message ?? error);
 const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -10,10 +11,9 @@ function adapterName(info) {
 }
 
 // The training run: RBM layers unit by unit (yielding between units so pause, step and
-// cancel interleave), WebGPU layers epoch by epoch, then the blocking supervised stage.
+// cancel interleave), then the blocking supervised stage.
 export function createTrainingRun(env) {
   let run = null;
-  let gpuEpochsDone = 0;
   let wake = null;
 
   const playground = () => env.playground;
@@ -52,47 +52,20 @@ export function createTrainingRun(env) {
     return cpu(chosen.reason);
   }
 
+  const postEvent = ({ event, ...body }) => env.post(event, body);
+
   function postGreedy(event) {
-    const { event: name, ...body } = event;
-    if (name === 'finished') return;
-    env.post(name, body);
+    if (event.event !== 'finished') postEvent(event);
   }
 
-  // Moves the layer just started onto the GPU; on refusal it stays on the CPU.
-  function beginGpuLayer() {
-    const reason = playground().gpu_begin_layer();
-    if (!reason) return;
-    run.useGpu = false;
-    env.post('notice', { message: `This layer trains on the CPU: ${reason}` });
-    env.post('backend', { backend: 'cpu', threads: run.threads, reason });
-  }
-
-  async function gpuEpoch() {
-    // The first GPU epoch of a run builds the pipelines, which a browser may take tens of
-    // seconds to compile: say so instead of a bar frozen at 0%.
-    if (gpuEpochsDone === 0) env.post('busy', { message: 'Compiling the WebGPU kernels… (the first epoch on the GPU waits for them)' });
-    // A lost device resolves to 'fell_back': the engine has moved the layer to the CPU at its
-    // last checkpoint, and the next units train it there.
-    const event = await playground().gpu_epoch();
-    if (event.event === 'fell_back') {
-      run.useGpu = false;
-      env.post('notice', { message: `WebGPU failed (${event.message}); continuing on the CPU` });
-      env.post('backend', { backend: 'cpu', threads: run.threads, reason: 'WebGPU failed' });
-      return 'fell_back';
-    }
-    postGreedy(event);
-    gpuEpochsDone += 1;
-    if (gpuEpochsDone === run.simulateGpuLossAfter) playground().gpu_simulate_loss();
-    return 'epoch';
-  }
-
-  // One unit of greedy work: a layer's initialisation, one epoch, or closing a layer.
+  // One unit of greedy work: a layer's initialisation, one epoch, or closing a layer. The
+  // engine may ask for a notice first (the first WebGPU epoch compiles its kernels).
   async function runUnit() {
-    if (run.useGpu && playground().gpu_layer_active()) return gpuEpoch();
-    const event = playground().step();
-    postGreedy(event);
-    if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
-    return event.event;
+    const before = playground().before_unit();
+    if (before) postEvent(before);
+    const { unit, post } = await playground().unit();
+    post.forEach(postEvent);
+    return unit.event;
   }
 
   // After Cancel: the layer in training stops where it is and joins the model.
@@ -155,7 +128,7 @@ export function createTrainingRun(env) {
   return {
     active: () => !!run?.active,
     paused: () => !!run?.paused,
-    onGpu: () => !!run?.active && run.useGpu && playground().gpu_layer_active(),
+    onGpu: () => !!run?.active && playground().training_on_gpu(),
     finishedPromise: () => run?.finished ?? Promise.resolve(),
     // { config: PageConfig, backend, paused?, simulateGpuLossAfter? } → Plan. A run in
     // progress is cancelled first.
@@ -167,14 +140,11 @@ export function createTrainingRun(env) {
       }
       const plan = playground().start_training(config);
       let done;
-      run = { active: true, paused, stopRequested: false, useGpu: false, stage: 'rbm', simulateGpuLossAfter, finished: new Promise((r) => { done = r; }) };
+      playground().simulate_gpu_loss_after(simulateGpuLossAfter);
+      run = { active: true, paused, stopRequested: false, stage: 'rbm', finished: new Promise((r) => { done = r; }) };
       run.done = done;
-      gpuEpochsDone = 0;
       env.post('plan', plan);
-      const chosen = await chooseBackend(backend);
-      run.useGpu = chosen.backend === 'webgpu';
-      run.threads = chosen.threads;
-      env.post('backend', chosen);
+      env.post('backend', await chooseBackend(backend));
       postState();
       loop();
       return plan;
@@ -197,12 +167,10 @@ export function createTrainingRun(env) {
       requireRun('step batch');
       if (!run.paused) this.pause();
       if (playground().training_finished()) throw new Error('step batch: every RBM layer has finished (press Resume for the rest)');
-      if (typeof playground().step_batch !== 'function') throw new Error('step batch: this engine build has no step_batch');
       return exclusive(() => {
-        const event = playground().step_batch();
-        postGreedy(event);
-        if (event.event === 'layer_started' && run.useGpu) beginGpuLayer();
-        return event;
+        const { unit, post } = playground().batch_unit();
+        post.forEach(postEvent);
+        return unit;
       });
     },
     // Greedy units up to and including the next epoch.
