@@ -316,7 +316,7 @@ impl GpuCost {
         encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.result_staging, 0, 4 * RESULTS as u64);
         self.ctx.queue.submit([encoder.finish()]);
         let results = {
-            let bytes = map_read(&self.ctx, &self.buffers.result_staging).await?;
+            let bytes = super::map_staging(&self.ctx, &self.buffers.result_staging).await?;
             let results = results_of(&bytes);
             drop(bytes);
             self.buffers.result_staging.unmap();
@@ -344,7 +344,7 @@ impl GpuCost {
         encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.gradient_staging, gradient_bytes, 4 * RESULTS as u64);
         self.ctx.queue.submit([encoder.finish()]);
         let (results, bad) = {
-            let bytes = map_read(&self.ctx, &self.buffers.gradient_staging).await?;
+            let bytes = super::map_staging(&self.ctx, &self.buffers.gradient_staging).await?;
             let (values, tail) = bytes.split_at(gradient_bytes as usize);
             let mut bad = None;
             for block in self.layout.blocks() {
@@ -532,32 +532,6 @@ fn check_sizes(ctx: &GpuContext, rows: usize, layout: &ParamLayout, stats: &Stat
 
 fn staging(device: &wgpu::Device, label: &str, bytes: u64) -> wgpu::Buffer {
     device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: bytes.next_multiple_of(8), usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false })
-}
-
-/// Maps `staging` (after the submission that fills it) and returns its mapped bytes; the caller
-/// drops them and unmaps. A failed device, before or during, is an error, never stale bytes.
-/// On the web the map callback only fires once control returns to the event loop: awaited,
-/// never spun on.
-async fn map_read(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<wgpu::BufferView, GpuError> {
-    let slice = staging.slice(..);
-    let (sender, receiver) = futures_channel::oneshot::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    #[cfg(not(target_arch = "wasm32"))]
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
-    receiver
-        .await
-        .map_err(|_| GpuError("the device dropped the read-back request".into()))?
-        .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
-    if let Some(failure) = ctx.failure() {
-        staging.unmap();
-        return Err(GpuError(failure));
-    }
-    slice.get_mapped_range().map_err(|e| {
-        staging.unmap();
-        GpuError(format!("read-back mapping failed ({e:?})"))
-    })
 }
 
 fn results_of(bytes: &[u8]) -> [f32; RESULTS] {

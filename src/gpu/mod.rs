@@ -124,6 +124,32 @@ fn buffer_limits(adapter: &wgpu::Limits) -> wgpu::Limits {
     }
 }
 
+/// Maps `staging` (after the submission that fills it) and returns its mapped bytes; the caller
+/// drops them and unmaps. A failed device, before or during, is an error, never stale bytes.
+/// On the web the map callback only fires once control returns to the event loop: awaited,
+/// never spun on.
+pub(crate) async fn map_staging(ctx: &GpuContext, staging: &wgpu::Buffer) -> Result<wgpu::BufferView, GpuError> {
+    let slice = staging.slice(..);
+    let (sender, receiver) = futures_channel::oneshot::channel();
+    slice.map_async(wgpu::MapMode::Read, move |result| {
+        let _ = sender.send(result);
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
+    receiver
+        .await
+        .map_err(|_| GpuError("the device dropped the read-back request".into()))?
+        .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
+    if let Some(failure) = ctx.failure() {
+        staging.unmap();
+        return Err(GpuError(failure));
+    }
+    slice.get_mapped_range().map_err(|e| {
+        staging.unmap();
+        GpuError(format!("read-back mapping failed ({e:?})"))
+    })
+}
+
 /// Copies byte ranges `(buffer, offset, size)` (multiples of 4) of several buffers into one
 /// staging buffer with one submission and one map: the once-per-epoch read.
 /// On the web the map callback only fires once control returns to the event loop, so this
@@ -148,19 +174,8 @@ pub async fn read_ranges(ctx: &GpuContext, ranges: &[(&wgpu::Buffer, u64, u64)])
         at += size;
     }
     ctx.queue.submit([encoder.finish()]);
-    let slice = staging.slice(..);
-    let (sender, receiver) = futures_channel::oneshot::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    #[cfg(not(target_arch = "wasm32"))]
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError(format!("device lost while waiting ({e})")))?;
-    receiver
-        .await
-        .map_err(|_| GpuError("the device dropped the read-back request".into()))?
-        .map_err(|e| GpuError(format!("read-back failed ({e})")))?;
     let parts = {
-        let view = slice.get_mapped_range().map_err(|e| GpuError(format!("read-back mapping failed ({e:?})")))?;
+        let view = map_staging(ctx, &staging).await?;
         let mut at = 0usize;
         ranges
             .iter()
