@@ -17,6 +17,8 @@
 //! [`CdCheckpoint`]: crate::train::CdCheckpoint
 //! [`TrainingRun`]: run::TrainingRun
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod autoencoder;
 pub mod bench;
 pub mod chains;
 pub mod evaluate;

@@ -5,6 +5,8 @@
 //! with the command's final figures, and progress text goes to standard error.
 
 #[cfg(not(target_arch = "wasm32"))]
+mod autoencoder;
+#[cfg(not(target_arch = "wasm32"))]
 mod backend_choice;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
@@ -67,6 +69,9 @@ mod cli {
         Export(super::export::ExportArgs),
         /// Time one CD-1 training epoch on the CPU.
         Bench(super::bench::BenchArgs),
+        /// Train a sparse autoencoder (UFLDL) on image patches or MNIST; writes
+        /// autoencoder.json and filters.png into --out.
+        Autoencoder(super::autoencoder::AutoencoderArgs),
         /// Create a wgpu device, run a kernel and compare it with the CPU reference.
         GpuCheck(super::gpu_check::GpuCheckArgs),
     }
@@ -79,6 +84,7 @@ mod cli {
             Command::Eval(args) => super::eval::run(args),
             Command::Export(args) => super::export::run(args),
             Command::Bench(args) => super::bench::run(args),
+            Command::Autoencoder(args) => super::autoencoder::run(args),
             Command::GpuCheck(args) => super::gpu_check::run(args),
         }
     }
