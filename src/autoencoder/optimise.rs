@@ -76,17 +76,24 @@ impl<'a> CostObjective<'a> {
     }
 
     fn record(&mut self, result: Result<Cost, CostError>) -> f64 {
-        self.evaluations += 1;
-        match result {
-            Ok(cost) => {
-                self.last_error = None;
-                cost.total
-            }
-            Err(error) => {
-                self.first_error.get_or_insert_with(|| error.clone());
-                self.last_error = Some(error);
-                f64::NAN
-            }
+        record_evaluation(&mut self.evaluations, &mut self.first_error, &mut self.last_error, result.map(|cost| cost.total))
+    }
+}
+
+/// Counts one evaluation of an objective (on the CPU or the device) and answers its J, or NaN
+/// for an error, which both line searches back away from; the first error is kept for the
+/// report, the latest until an evaluation works again.
+pub(crate) fn record_evaluation<E: Clone>(evaluations: &mut usize, first_error: &mut Option<E>, last_error: &mut Option<E>, result: Result<f64, E>) -> f64 {
+    *evaluations += 1;
+    match result {
+        Ok(total) => {
+            *last_error = None;
+            total
+        }
+        Err(error) => {
+            first_error.get_or_insert_with(|| error.clone());
+            *last_error = Some(error);
+            f64::NAN
         }
     }
 }

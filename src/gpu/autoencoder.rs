@@ -45,6 +45,7 @@ use self::layout::{COLUMNS_PER_GROUP, RESULTS, WORKGROUP};
 use super::buffers::{self, read_back};
 use super::gemm::{GemmCall, GemmOp, MatRef, VecRef};
 use super::{GpuContext, GpuError};
+use crate::autoencoder::optimise::record_evaluation;
 use crate::autoencoder::{CostError, CostSettings};
 use crate::backend::Activation;
 use std::fmt;
@@ -446,18 +447,7 @@ impl GpuCost {
 
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     fn record_outcome(&mut self, result: Result<DeviceCost, GpuCostError>) -> f64 {
-        self.evaluations += 1;
-        match result {
-            Ok(cost) => {
-                self.last_error = None;
-                cost.total
-            }
-            Err(error) => {
-                self.first_error.get_or_insert_with(|| error.clone());
-                self.last_error = Some(error);
-                f64::NAN
-            }
-        }
+        record_evaluation(&mut self.evaluations, &mut self.first_error, &mut self.last_error, result.map(|cost| cost.total))
     }
 }
 
