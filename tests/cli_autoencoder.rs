@@ -140,3 +140,17 @@ fn the_gpu_cost_trains_as_the_cpu_reference_does() {
     assert!(g < 0.9 * gpu_doc["initial"]["J"].as_f64().unwrap(), "the device run lowered J");
     assert!((g - c).abs() <= 0.05 * c, "J after 20 iterations: GPU {g}, CPU {c}");
 }
+
+/// UFLDL whitens the images before `normalizeData`, so what trains still lies in [0.1, 0.9], a
+/// sigmoid decoder's reach; whitening after the mapping left targets it cannot reconstruct.
+#[test]
+fn whitened_patches_are_normalised_after_whitening_and_train() {
+    let images = temp_dir("ae-zca-images");
+    write_stripe_images(&images);
+    let out = temp_dir("ae-zca");
+    let document = train_and_check(&["--images", images.to_str().unwrap(), "--patches", "1000", "--zca"], &out, 64, 16, 8);
+    assert_eq!(document["inputs"]["zca"], true);
+    let range = document["inputs"]["range"].as_array().expect("inputs.range");
+    let (low, high) = (range[0].as_f64().unwrap(), range[1].as_f64().unwrap());
+    assert!(low >= 0.1 - 1e-6 && high <= 0.9 + 1e-6 && high > low, "inputs span [{low}, {high}], not inside [0.1, 0.9]");
+}

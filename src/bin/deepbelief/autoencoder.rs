@@ -184,15 +184,18 @@ fn read_inputs(args: &AutoencoderArgs) -> Result<Inputs, String> {
     let files = png_files(&args.images)?;
     let images = files.iter().map(|f| read_grey_png(f)).collect::<Result<Vec<_>, _>>()?;
     let mut sampled = patches::sample_patches(&images, args.patch, args.patches, args.seed).map_err(|e| format!("--images: {e}"))?;
-    let clip = patches::normalise_patches(&mut sampled).map_err(|e| format!("--images: {e}"))?;
     let width = sampled.width();
-    let mut values = sampled.values;
+    // Whitening comes first, as UFLDL's images were whitened before normalizeData: the mapping
+    // to [0.1, 0.9] must be the last step, so the targets stay within a sigmoid's reach.
     if args.zca {
-        let zca = Zca::fit(&CpuBackend, &values, width, ZCA_EPSILON).map_err(|e| format!("--zca: {e}"))?;
-        values = zca.apply(&CpuBackend, &values);
+        let zca = Zca::fit(&CpuBackend, &sampled.values, width, ZCA_EPSILON).map_err(|e| format!("--zca: {e}"))?;
+        sampled.values = zca.apply(&CpuBackend, &sampled.values);
     }
+    let clip = patches::normalise_patches(&mut sampled).map_err(|e| format!("--images: {e}"))?;
+    let values = sampled.values;
+    let range = values.iter().fold([f32::INFINITY, f32::NEG_INFINITY], |[low, high], &v| [low.min(v), high.max(v)]);
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let source = json!({ "images": names, "patch": args.patch, "patches": args.patches, "clip": clip, "zca": args.zca });
+    let source = json!({ "images": names, "patch": args.patch, "patches": args.patches, "clip": clip, "zca": args.zca, "range": range });
     Ok(Inputs { values, width, tile: (args.patch, args.patch), source })
 }
 
