@@ -8,7 +8,8 @@
 //!   batch) and its gradient, every product a `Backend` call, `J` summed in `f64`, NaN/Inf
 //!   reported by name;
 //! - `lbfgs` + `wolfe`: minFunc's L-BFGS and strong-Wolfe line search (the exercise's
-//!   optimiser), on the same `Objective` as the supervised conjugate gradient;
+//!   optimiser), on the same `Objective` as the supervised conjugate gradient, and stepwise
+//!   ([`lbfgs::Lbfgs`]) on an `AsyncObjective` (`stepwise`: the page awaits the device);
 //! - `sgd`: mini-batch gradient descent with momentum;
 //! - `optimise`: one entry point for the three.
 
@@ -17,6 +18,7 @@ pub mod lbfgs;
 pub mod model;
 pub mod optimise;
 pub mod sgd;
+pub mod stepwise;
 pub mod wolfe;
 
 pub use cost::{cost, cost_and_gradient, Cost, CostError, CostSettings, Workspace};

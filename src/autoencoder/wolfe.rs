@@ -8,7 +8,11 @@
 //! Where a trial point is NaN or infinite, minFunc switches to an Armijo backtracking
 //! search from halfway back to the last legal step; here too, halving while the value is not
 //! finite and interpolating a quadratic (steps kept within `[10⁻³t, 0.6t]`) while it is.
+//!
+//! Written once as [`search_async`] over an [`AsyncObjective`] (the page awaits the device's
+//! read-backs); [`search`] runs it to completion on a sync [`Objective`].
 
+use super::stepwise::{block_on, AsyncObjective, Blocking};
 use crate::supervised::conjugate_gradient::Objective;
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -64,23 +68,33 @@ pub struct LineStart<'a> {
     pub slope: f64,
 }
 
+/// The evaluator could no longer evaluate ([`AsyncObjective::interrupted`]) after
+/// `evaluations` trials: the search was abandoned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupted {
+    pub evaluations: usize,
+}
+
 /// Evaluates trial steps along the line, counting them.
-struct Line<'a, 'b> {
-    objective: &'a mut dyn Objective,
+struct Line<'a, 'b, O: ?Sized> {
+    objective: &'a mut O,
     start: &'a LineStart<'b>,
     point: &'a mut Vec<f64>,
     evaluations: usize,
 }
 
-impl Line<'_, '_> {
-    fn at(&mut self, step: f64) -> Trial {
+impl<O: AsyncObjective + ?Sized> Line<'_, '_, O> {
+    async fn at(&mut self, step: f64) -> Result<Trial, Interrupted> {
         self.point.clear();
         self.point.extend(self.start.x.iter().zip(self.start.direction).map(|(x, d)| x + step * d));
         let mut gradient = vec![0.0; self.point.len()];
-        let value = self.objective.value_and_gradient(self.point, &mut gradient);
-        let slope = dot(&gradient, self.start.direction);
+        let value = self.objective.value_and_gradient(self.point, &mut gradient).await;
         self.evaluations += 1;
-        Trial { step, value, gradient, slope }
+        if self.objective.interrupted() {
+            return Err(Interrupted { evaluations: self.evaluations });
+        }
+        let slope = dot(&gradient, self.start.direction);
+        Ok(Trial { step, value, gradient, slope })
     }
 
     fn origin(&self) -> Trial {
@@ -100,27 +114,34 @@ impl Line<'_, '_> {
 /// Searches along `start.direction` from `start.x`, first trying `first_step`. The gradient
 /// at the chosen step is written into `gradient_out`; `point` is scratch space.
 pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64, settings: &WolfeSettings, point: &mut Vec<f64>, gradient_out: &mut Vec<f64>) -> LineResult {
+    let mut objective = Blocking(objective);
+    block_on(search_async(&mut objective, start, first_step, settings, point, gradient_out)).expect("a sync objective is never interrupted")
+}
+
+/// [`search`] over an evaluator that may have to wait; `Err` when it was
+/// [interrupted](AsyncObjective::interrupted) (`gradient_out` then holds nothing of use).
+pub async fn search_async<O: AsyncObjective + ?Sized>(objective: &mut O, start: &LineStart<'_>, first_step: f64, settings: &WolfeSettings, point: &mut Vec<f64>, gradient_out: &mut Vec<f64>) -> Result<LineResult, Interrupted> {
     let (c1, c2, max_ls) = (settings.c1, settings.c2, settings.max_evaluations);
     let mut line = Line { objective, start, point, evaluations: 0 };
     let curvature = |trial: &Trial| trial.slope.abs() <= -c2 * start.slope;
 
     // Bracketing phase: extrapolate until the step is too long or the slope turns.
     let mut previous = line.origin();
-    let mut current = line.at(first_step);
+    let mut current = line.at(first_step).await?;
     let mut iterations = 0;
     let mut bracket: [Trial; 2];
     loop {
         if !current.is_legal() {
-            let found = backtrack(&mut line, 0.5 * (current.step + previous.step), settings);
+            let found = backtrack(&mut line, 0.5 * (current.step + previous.step), settings).await?;
             let best = found.unwrap_or_else(|| line.origin());
-            return line.finish(best, false, gradient_out);
+            return Ok(line.finish(best, false, gradient_out));
         }
         if !line.armijo(&current, c1) || (iterations > 1 && current.value >= previous.value) {
             bracket = [previous, current];
             break;
         }
         if curvature(&current) {
-            return line.finish(current, true, gradient_out);
+            return Ok(line.finish(current, true, gradient_out));
         }
         if current.slope >= 0.0 {
             bracket = [previous, current];
@@ -134,7 +155,7 @@ pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64,
         let max_step = 10.0 * current.step;
         let next = cubic_minimiser(&previous, &current, min_step, max_step);
         previous = current;
-        current = line.at(next);
+        current = line.at(next).await?;
         iterations += 1;
     }
 
@@ -159,7 +180,7 @@ pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64,
         } else {
             insufficient_progress = false;
         }
-        let new = line.at(t);
+        let new = line.at(t).await?;
         iterations += 1;
         if !new.is_legal() || !line.armijo(&new, c1) || new.value >= bracket[low].value {
             bracket[high] = new;
@@ -179,21 +200,21 @@ pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64,
     }
     let [first, second] = bracket;
     let best = if !second.is_legal() || first.value <= second.value { first } else { second };
-    line.finish(best, wolfe, gradient_out)
+    Ok(line.finish(best, wolfe, gradient_out))
 }
 
 /// Armijo backtracking from `step` (minFunc's `ArmijoBacktrack`): halve while the point is
 /// not finite, else jump to the minimum of the quadratic through `φ(0)`, `φ'(0)` and `φ(t)`,
 /// kept within `[10⁻³t, 0.6t]`. `None` once the step `Σ|t·dᵢ|` falls below the tolerance.
-fn backtrack(line: &mut Line, mut step: f64, settings: &WolfeSettings) -> Option<Trial> {
+async fn backtrack<O: AsyncObjective + ?Sized>(line: &mut Line<'_, '_, O>, mut step: f64, settings: &WolfeSettings) -> Result<Option<Trial>, Interrupted> {
     let length: f64 = line.start.direction.iter().map(|d| d.abs()).sum();
     loop {
         if step * length <= settings.progress_tolerance || !step.is_finite() {
-            return None;
+            return Ok(None);
         }
-        let trial = line.at(step);
+        let trial = line.at(step).await?;
         if trial.is_legal() && line.armijo(&trial, settings.c1) {
-            return Some(trial);
+            return Ok(Some(trial));
         }
         let next = if trial.value.is_finite() {
             let curvature = trial.value - line.start.value - line.start.slope * step;
