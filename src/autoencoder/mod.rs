@@ -11,13 +11,15 @@
 //!   optimiser), on the same `Objective` as the supervised conjugate gradient, and stepwise
 //!   ([`lbfgs::Lbfgs`]) on an `AsyncObjective` (`stepwise`: the page awaits the device);
 //! - `sgd`: mini-batch gradient descent with momentum;
-//! - `optimise`: one entry point for the three.
+//! - `optimise`: one entry point for the three;
+//! - `stack`: stacked autoencoders, greedy pretraining and fine-tuning into a SoftMax.
 
 pub mod cost;
 pub mod lbfgs;
 pub mod model;
 pub mod optimise;
 pub mod sgd;
+pub mod stack;
 pub mod stepwise;
 pub mod wolfe;
 

@@ -6,6 +6,7 @@
 
 use super::Engine;
 use crate::autoencoder::lbfgs;
+use crate::autoencoder::stack::{self, AutoencoderStack, LayerSettings};
 use crate::autoencoder::{cost, train, CostError, Autoencoder, CostSettings, Method, TrainReport, Workspace};
 use crate::backend::cpu::CpuBackend;
 use crate::gpu::autoencoder::{AutoencoderKernels, GpuCost, GpuCostError};
@@ -50,6 +51,20 @@ impl Engine {
             GpuCostError::Device(error) => CostError::NonFinite { what: error.to_string() },
         });
         Ok(TrainReport { iterations, evaluations, stop, initial, last, history, non_finite_trial })
+    }
+}
+
+impl Engine {
+    /// Greedy pretraining of a stack of sparse autoencoders ([`stack::pretrain`]): every layer
+    /// by [`Engine::train_autoencoder`], so each trains on the device when the engine is a GPU;
+    /// the features passed up between layers are computed by the engine's backend.
+    /// `on_iteration(layer, iteration, J)` (layer from 0), `false` stops that layer.
+    pub fn pretrain_autoencoders(&self, inputs: &[f32], n_visible: usize, layers: &[LayerSettings], on_iteration: &mut dyn FnMut(usize, usize, f64) -> bool) -> Result<AutoencoderStack, String> {
+        let side = if self.is_gpu() { "gpu" } else { "cpu" };
+        let mut trainer = |k: usize, model: &mut Autoencoder, data: &[f32], settings: &CostSettings, method: &Method| {
+            self.train_autoencoder(model, data, settings, method, &mut |i, j| on_iteration(k, i, j)).map(|report| (report, side.to_string()))
+        };
+        stack::pretrain(self.backend().as_ref(), inputs, n_visible, layers, &mut trainer)
     }
 }
 
