@@ -46,42 +46,85 @@ pub struct SgdDiverged {
 /// Trains `model` on `data` (rows × n_visible). `on_epoch(epoch, mean J)` runs after each
 /// epoch; returning `false` stops.
 pub fn train(backend: &dyn Backend, model: &mut Autoencoder, data: &[f32], settings: &CostSettings, sgd: &SgdSettings, on_epoch: &mut dyn FnMut(usize, f64) -> bool) -> Result<SgdOutcome, SgdDiverged> {
-    let v = model.n_visible;
-    let rows = data.len() / v.max(1);
-    let batch_size = sgd.batch_size.clamp(1, rows.max(1));
-    let mut order: Vec<usize> = (0..rows).collect();
-    let mut rng = ChaCha8Rng::seed_from_u64(sgd.seed);
-    let mut work = Workspace::new();
-    let mut gradient = Autoencoder::zeros(v, model.n_hidden);
-    let mut velocity = vec![0.0f64; model.n_params()];
-    let mut params = model.to_params();
-    let mut flat_gradient = vec![0.0f64; model.n_params()];
-    let mut batch = Vec::with_capacity(batch_size * v);
+    let mut run = SgdRun::new(model, data.len() / model.n_visible.max(1), sgd);
     let mut epoch_costs = Vec::with_capacity(sgd.epochs);
     for epoch in 1..=sgd.epochs {
-        order.shuffle(&mut rng);
-        let mut total = 0.0;
-        let mut steps = 0;
-        for (step, cases) in order.chunks(batch_size).enumerate() {
-            batch.clear();
-            for &case in cases {
-                batch.extend_from_slice(&data[case * v..(case + 1) * v]);
-            }
-            let cost = cost_and_gradient(backend, model, &batch, settings, &mut work, &mut gradient).map_err(|error| SgdDiverged { epoch, step, error })?;
-            gradient.write_params(&mut flat_gradient);
-            for ((p, u), g) in params.iter_mut().zip(&mut velocity).zip(&flat_gradient) {
-                *u = sgd.momentum * *u - sgd.learning_rate * g;
-                *p += *u;
-            }
-            model.set_params(&params);
-            total += cost.total;
-            steps += 1;
-        }
-        let mean = total / steps.max(1) as f64;
+        let mean = run.epoch(backend, model, data, settings)?;
         epoch_costs.push(mean);
         if !on_epoch(epoch, mean) {
             return Ok(SgdOutcome { epoch_costs, cancelled: true });
         }
     }
     Ok(SgdOutcome { epoch_costs, cancelled: false })
+}
+
+/// SGD one epoch at a time (the page runs one per message): the case order and its generator,
+/// the velocity and the parameters persist between epochs. Cloning it before an epoch keeps
+/// a state to go back to.
+#[derive(Clone)]
+pub struct SgdRun {
+    sgd: SgdSettings,
+    rows: usize,
+    batch_size: usize,
+    order: Vec<usize>,
+    rng: ChaCha8Rng,
+    velocity: Vec<f64>,
+    params: Vec<f64>,
+    epochs_done: usize,
+}
+
+impl SgdRun {
+    /// A run from `model`'s parameters over `rows` cases.
+    pub fn new(model: &Autoencoder, rows: usize, sgd: &SgdSettings) -> SgdRun {
+        SgdRun {
+            sgd: *sgd,
+            rows,
+            batch_size: sgd.batch_size.clamp(1, rows.max(1)),
+            order: (0..rows).collect(),
+            rng: ChaCha8Rng::seed_from_u64(sgd.seed),
+            velocity: vec![0.0f64; model.n_params()],
+            params: model.to_params(),
+            epochs_done: 0,
+        }
+    }
+
+    pub fn epochs_done(&self) -> usize {
+        self.epochs_done
+    }
+
+    /// Mini-batch steps per epoch.
+    pub fn steps_per_epoch(&self) -> usize {
+        self.rows.div_ceil(self.batch_size)
+    }
+
+    /// One epoch over `data` (the `rows` cases `new` was told of), `model` updated after every
+    /// step; the mean mini-batch `J`.
+    pub fn epoch(&mut self, backend: &dyn Backend, model: &mut Autoencoder, data: &[f32], settings: &CostSettings) -> Result<f64, SgdDiverged> {
+        let v = model.n_visible;
+        let epoch = self.epochs_done + 1;
+        let mut work = Workspace::new();
+        let mut gradient = Autoencoder::zeros(v, model.n_hidden);
+        let mut flat_gradient = vec![0.0f64; model.n_params()];
+        let mut batch = Vec::with_capacity(self.batch_size * v);
+        self.order.shuffle(&mut self.rng);
+        let mut total = 0.0;
+        let mut steps = 0;
+        for (step, cases) in self.order.chunks(self.batch_size).enumerate() {
+            batch.clear();
+            for &case in cases {
+                batch.extend_from_slice(&data[case * v..(case + 1) * v]);
+            }
+            let cost = cost_and_gradient(backend, model, &batch, settings, &mut work, &mut gradient).map_err(|error| SgdDiverged { epoch, step, error })?;
+            gradient.write_params(&mut flat_gradient);
+            for ((p, u), g) in self.params.iter_mut().zip(&mut self.velocity).zip(&flat_gradient) {
+                *u = self.sgd.momentum * *u - self.sgd.learning_rate * g;
+                *p += *u;
+            }
+            model.set_params(&self.params);
+            total += cost.total;
+            steps += 1;
+        }
+        self.epochs_done = epoch;
+        Ok(total / steps.max(1) as f64)
+    }
 }

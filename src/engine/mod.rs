@@ -19,6 +19,7 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod autoencoder;
+pub mod autoencoder_session;
 pub mod bench;
 pub mod chains;
 pub mod evaluate;

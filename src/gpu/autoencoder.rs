@@ -6,8 +6,9 @@
 //! [`GpuCost`] uploads the cases once, and per evaluation only θ (or nothing, when a device
 //! optimiser writes θ in place: [`GpuCost::evaluate_resident`]). One evaluation is one compute
 //! pass and one submission, reading back `J`'s three sums (32 bytes), plus the gradient when the
-//! optimiser runs on the host ([`GpuCost::evaluate_into`], and the
-//! [`Objective`] the CPU's L-BFGS and conjugate gradient minimise).
+//! optimiser runs on the host ([`GpuCost::evaluate_into`]; the [`AsyncObjective`] the stepwise
+//! L-BFGS awaits, in a browser too; natively also the sync `Objective` the CPU's L-BFGS and
+//! conjugate gradient minimise).
 //!
 //! The pass (`shaders/autoencoder_cost.wgsl` has the details): five products through the tuned
 //! GEMM kernels of [`gemm`](crate::gpu::gemm), with their fused epilogues doing the rest of the
@@ -46,6 +47,7 @@ use super::buffers::{self, read_back};
 use super::gemm::{GemmCall, GemmOp, MatRef, VecRef};
 use super::{GpuContext, GpuError};
 use crate::autoencoder::optimise::record_evaluation;
+use crate::autoencoder::stepwise::AsyncObjective;
 use crate::autoencoder::{CostError, CostSettings};
 use crate::backend::Activation;
 use std::fmt;
@@ -445,28 +447,45 @@ impl GpuCost {
         Ok(DeviceCost { total: reconstruction + weight_decay + sparsity, reconstruction, weight_decay, sparsity })
     }
 
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     fn record_outcome(&mut self, result: Result<DeviceCost, GpuCostError>) -> f64 {
         record_evaluation(&mut self.evaluations, &mut self.first_error, &mut self.last_error, result.map(|cost| cost.total))
     }
 }
 
-/// The CPU's L-BFGS and conjugate gradient on the device's cost (natively: a browser cannot
-/// block on the device). A failed evaluation answers NaN, which both line searches back away
-/// from; the error is kept in `first_error` / `last_error`.
-#[cfg(not(target_arch = "wasm32"))]
-impl crate::supervised::conjugate_gradient::Objective for GpuCost {
-    fn value(&mut self, x: &[f64]) -> f64 {
-        let result = pollster::block_on(self.cost_at(x));
+/// The optimisers' async seam ([`Lbfgs`](crate::autoencoder::lbfgs::Lbfgs)) on the device's
+/// cost: each evaluation awaits its read-back, so a browser can drive L-BFGS on WebGPU. A failed
+/// evaluation answers NaN, which the line search backs away from; the error is kept in
+/// `first_error` / `last_error`, and a lost device (a [`GpuCostError::Device`]) interrupts the
+/// iteration, to be taken again elsewhere.
+impl AsyncObjective for GpuCost {
+    async fn value(&mut self, x: &[f64]) -> f64 {
+        let result = self.cost_at(x).await;
         self.record_outcome(result)
     }
 
-    fn value_and_gradient(&mut self, x: &[f64], gradient: &mut [f64]) -> f64 {
-        let result = pollster::block_on(self.evaluate_into(x, gradient));
+    async fn value_and_gradient(&mut self, x: &[f64], gradient: &mut [f64]) -> f64 {
+        let result = self.evaluate_into(x, gradient).await;
         if result.is_err() {
             gradient.fill(f64::NAN);
         }
         self.record_outcome(result)
+    }
+
+    fn interrupted(&self) -> bool {
+        matches!(self.last_error, Some(GpuCostError::Device(_)))
+    }
+}
+
+/// The CPU's L-BFGS and conjugate gradient on the device's cost, natively (a browser cannot
+/// block on the device): [`AsyncObjective`]'s evaluations, blocked on.
+#[cfg(not(target_arch = "wasm32"))]
+impl crate::supervised::conjugate_gradient::Objective for GpuCost {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        pollster::block_on(AsyncObjective::value(self, x))
+    }
+
+    fn value_and_gradient(&mut self, x: &[f64], gradient: &mut [f64]) -> f64 {
+        pollster::block_on(AsyncObjective::value_and_gradient(self, x, gradient))
     }
 }
 
