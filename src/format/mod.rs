@@ -1,9 +1,11 @@
 //! Saved files (docs/MODEL_FORMAT.md): `model.json`, the versioned JSON that holds a whole
-//! trained model (`model_json`), with its supervised section (`supervised`).
+//! trained model (`model_json`), with its supervised section (`supervised`); and the stacked
+//! sparse autoencoders' model file (`autoencoder`), which shares that section.
 //!
 //! It sits above `model`, `train` and `supervised`: it saves their parameters, settings and
 //! outcomes, and none of them reads or writes a file format.
 
+pub mod autoencoder;
 pub mod model_json;
 pub mod supervised;
 
