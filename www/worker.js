@@ -6,6 +6,7 @@
 // cross-origin isolated pages; anywhere else (plain static servers, iframes) we load the
 // single-threaded package. WebGPU works in both.
 import { createTrainingRun } from './worker/training.js';
+import { createAutoencoderRun } from './worker/autoencoder.js';
 import { fetchBytes, MAX_FETCH_BYTES } from './worker/fetch.js';
 
 const isolated = self.crossOriginIsolated === true;
@@ -50,7 +51,7 @@ const baseName = (url) => decodeURIComponent(new URL(url, self.location.href).pa
 // Runs `load` (which replaces the data only if it parses), remembers how to repeat it, and
 // tells the page.
 function adoptData(load) {
-  if (training.active()) throw new Error('training is running: cancel it before loading other data');
+  if (anyRun()) throw new Error('training is running: cancel it before loading other data');
   const summary = load(playground);
   replayData = load;
   heldOut = null;
@@ -78,6 +79,17 @@ const training = createTrainingRun({
   get webgpu() { return webgpu; },
   modelSummary,
 });
+
+// The sparse autoencoder's run (issue 17): one family trains at a time; the shared commands
+// (pause, resume, step, cancel) go to whichever is running.
+const autoencoder = createAutoencoderRun({
+  get playground() { return playground; },
+  get wasm() { return wasm; },
+  post,
+  get runtime() { return runtime; },
+  get webgpu() { return webgpu; },
+});
+const anyRun = () => training.active() || autoencoder.active();
 
 const core = {
   async loadDefault() {
@@ -108,7 +120,7 @@ const core = {
   // `seed`: the page's seed, which draws the held-out cases of each class (or of the data
   // when they have no classes).
   async setHeldOut({ fraction, seed }) {
-    if (training.active()) throw new Error('training is running: cancel it before changing the held-out split');
+    if (anyRun()) throw new Error('training is running: cancel it before changing the held-out split');
     const summary = playground.set_held_out(fraction, seed ?? undefined);
     heldOut = { fraction, seed };
     return announceData(summary);
@@ -119,14 +131,22 @@ const core = {
   async caseImages({ cases, columns = 10 }) {
     return playground.case_images(Uint32Array.from(cases), columns);
   },
-  train: (args) => training.start(args),
-  pause: () => training.pause(),
-  resume: () => training.resume(),
-  stepBatch: () => training.stepBatch(),
-  stepEpoch: () => training.stepEpoch(),
-  cancel: () => training.cancel(),
+  async train(args) {
+    if (args.config?.family === 'autoencoder') {
+      await training.cancel();
+      return autoencoder.start(args);
+    }
+    await autoencoder.cancel();
+    return training.start(args);
+  },
+  pause: () => (autoencoder.active() ? autoencoder.pause() : training.pause()),
+  resume: () => (autoencoder.active() ? autoencoder.resume() : training.resume()),
+  stepBatch: () => (autoencoder.active() ? autoencoder.step() : training.stepBatch()),
+  stepEpoch: () => (autoencoder.active() ? autoencoder.step() : training.stepEpoch()),
+  cancel: () => (autoencoder.active() ? autoencoder.cancel() : training.cancel()),
   // A fresh engine state with the same data: the model, chains and history go.
   async reset() {
+    await autoencoder.reset();
     await training.cancel();
     await training.finishedPromise();
     // The chains and the dream belong to the model that goes.
@@ -143,7 +163,7 @@ const core = {
     return { reset: true };
   },
   async status() {
-    return { running: training.active(), paused: training.paused(), runtime, webgpu };
+    return { running: anyRun(), paused: training.paused() || autoencoder.paused(), runtime, webgpu };
   },
 };
 
@@ -153,7 +173,7 @@ const files = {
     return playground.save_model();
   },
   async loadModel({ name, text }) {
-    if (training.active()) throw new Error('training is running: cancel it before loading a model');
+    if (anyRun()) throw new Error('training is running: cancel it before loading a model');
     const summary = playground.load_model(name, text);
     post('model', { summary });
     return summary;
@@ -163,7 +183,7 @@ const files = {
   },
 };
 
-let commands = { ...files, ...core };
+let commands = { ...files, ...autoencoder.commands, ...core };
 
 const viewContext = {
   get playground() { return playground; },
@@ -185,7 +205,7 @@ const engineReady = (async () => {
   await loadEngine();
   try {
     const views = await import('./worker/views.js');
-    commands = { ...files, ...views.viewCommands(viewContext), ...core };
+    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...core };
   } catch (error) {
     // Before the view handlers exist the page still trains; the views say they are missing.
     if (!/Failed to fetch|Cannot find module|error loading/i.test(message(error))) post('notice', { message: `view commands failed to load: ${message(error)}` });
