@@ -128,7 +128,8 @@ async function cancel() {
   if (app.cancelFlag) Atomics.store(app.cancelFlag, 0, 1);
   const reply = app.rpc('cancel').then(() => true, () => true);
   if (await Promise.race([reply, sleep(1500).then(() => false)])) return { restarted: false };
-  if (app.cancelFlag) {
+  // An autoencoder iteration always ends, and the worker hears Cancel right after it.
+  if (app.cancelFlag || app.family === 'autoencoder') {
     await reply;
     return { restarted: false };
   }
@@ -163,9 +164,12 @@ async function mountOptional(path, exportName, element) {
   }
 }
 const layout = mountLayout();
+// A family switch shows other panels: the columns and pictures fit again.
+app.on('family', () => layout.update());
 Promise.all([
   mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') }),
   mountOptional('./views/network.js', 'mountNetwork', $('network-drawing')),
+  mountOptional('./views/autoencoder.js', 'mountAutoencoderViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./share.js', 'mountShare', $('share')),
   mountOptional('./storage.js', 'mountStorage', $('storage')),
 ]).then(layout.update);

@@ -3,6 +3,7 @@
 // its default and explanation, the backend and the seed. Values that differ from the preset's
 // go to the URL hash; loading a hash restores every control.
 import { PARAMS, GROUPS, PRESETS, DEFAULT_PRESET, paramByKey, presetValues, parseValue, formatValue, checkValue, pageConfig, parameterCount, rbmLayers, parseSizes } from '../params.js';
+import { mountAutoencoderSettings } from './autoencoder.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -153,8 +154,11 @@ export function mountModel(section, app) {
   form.append(advanced);
 
   for (const key of controls.keys()) writeControl(key, values[key]);
+  // The model family up front; the autoencoder's settings replace the DBN's when chosen.
+  const autoencoder = mountAutoencoderSettings(form, app, { onChange: () => refresh() });
 
   function refresh() {
+    autoencoder.update();
     $('preset-tip').textContent = PRESETS[preset].tip;
     const interp = values.layer_mode === 'interp';
     controls.get('layers').label.hidden = interp;
@@ -167,7 +171,7 @@ export function mountModel(section, app) {
     $('layer-sizes').textContent = `${[nInputs ?? '?', ...rbmLayers(values)].join(' → ')}${values.supervised ? ` → supervised ${[...parseSizes(values.sup_hidden), nOutputs || 'outputs'].join(' → ')}` : ''}`;
     $('param-count').textContent = nInputs ? parameterCount(nInputs, values, nOutputs).toLocaleString() : '?';
     showBackendChoice();
-    app.architecture = {
+    app.architecture = autoencoder.active() ? autoencoder.architecture() : {
       inputs: nInputs ?? null, imageShape: app.data?.image_shape ?? null, rbm: rbmLayers(values), supervised: !!values.supervised,
       supervisedHidden: parseSizes(values.sup_hidden), outputs: nOutputs || null, outputKind: values.sup_output,
     };
@@ -224,6 +228,7 @@ export function mountModel(section, app) {
 
   // The network drawing's layer buttons: a layer opens the settings that shape it.
   app.on('open_layer', ({ kind, index }) => {
+    if (autoencoder.openLayer(kind)) return;
     if (kind === 'inputs') {
       reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
       return;
@@ -248,7 +253,7 @@ export function mountModel(section, app) {
   });
   // The drawing's "+ layer" / "− layer".
   app.on('edit_layers', ({ rbm }) => {
-    if (app.running || !Array.isArray(rbm) || !rbm.length) return;
+    if (app.running || autoencoder.active() || !Array.isArray(rbm) || !rbm.length) return;
     applySettings({ layer_mode: 'list', layers: rbm.join(',') });
   });
   refresh();
@@ -264,10 +269,12 @@ export function mountModel(section, app) {
 
   return {
     values: () => ({ ...values }),
+    family: () => autoencoder.family(),
     backend: () => values.backend,
     // The PageConfig, or throws naming the first invalid control (shown next to it).
     pageConfig() {
-      for (const key of controls.keys()) {
+      // The autoencoder shares only the seed with the DBN's settings.
+      for (const key of autoencoder.active() ? ['seed'] : controls.keys()) {
         const problem = validate(key, readControl(key));
         showError(key, problem);
         if (problem) {
@@ -275,10 +282,11 @@ export function mountModel(section, app) {
           throw Object.assign(new Error(problem), { field: key });
         }
       }
-      return pageConfig(values);
+      return autoencoder.active() ? autoencoder.pageConfig(values.seed) : pageConfig(values);
     },
     // Puts a worker error next to the control of the field it names; false if none matches.
     showFieldError(field, message) {
+      if (autoencoder.active() && field !== 'seed') return autoencoder.showFieldError(field, message);
       const key = fieldKey(field);
       if (!key) return false;
       showError(key, message);
@@ -286,6 +294,7 @@ export function mountModel(section, app) {
       return true;
     },
     clearErrors() {
+      autoencoder.clearErrors();
       for (const key of controls.keys()) showError(key, '');
     },
     // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.

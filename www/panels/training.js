@@ -58,7 +58,10 @@ export function mountTraining(section, app, model) {
     delete $('train-status').dataset.finished;
     delete $('train-status').dataset.busySeen;
     $('train-progress').dataset.epochs = '0';
-    run = { epochsPerLayer: config.stack.rbm.epochs, layers: config.stack.layers.length, supervised: config.supervised, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'rbm', rbmDone: false };
+    // The autoencoder's progress comes as `run_progress` (panels/autoencoder.js).
+    run = config.family === 'autoencoder'
+      ? { family: 'autoencoder', layers: 0, supervised: null, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'autoencoder', rbmDone: false }
+      : { epochsPerLayer: config.stack.rbm.epochs, layers: config.stack.layers.length, supervised: config.supervised, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'rbm', rbmDone: false };
     $('epoch-log').replaceChildren();
     try {
       await app.rpc('train', { config, backend: model.backend(), simulateGpuLossAfter: app.simulateGpuLossAfter });
@@ -200,13 +203,20 @@ export function mountTraining(section, app, model) {
     run.stopped = stopped;
     if (!stopped) run.currentStep = run.steps.length - 1;
     markSteps();
-    const text = error ? `Stopped by an error: ${error}` : stopped ? 'Cancelled; the layers trained so far are kept.' : 'Done. Change a setting and Start again to compare.';
+    const kept = run.family === 'autoencoder' ? 'the model keeps its last iteration' : 'the layers trained so far are kept';
+    const text = error ? `Stopped by an error: ${error}` : stopped ? `Cancelled; ${kept}.` : `Done${run.progressText ? `: ${run.progressText}` : ''}. Change a setting and Start again to compare.`;
     if (!stopped) setProgress(1, text);
     else {
       statusText = text;
       $('train-status').textContent = text;
     }
     $('train-status').dataset.finished = stopped ? 'stopped' : 'done';
+  });
+  // A family's own progress in words (the autoencoder's iterations and J).
+  app.on('run_progress', ({ fraction, text }) => {
+    if (!run) return;
+    run.progressText = text;
+    setProgress(fraction, text);
   });
   app.on('state', ({ stage }) => {
     if (run && stage) run.stage = stage;
@@ -215,7 +225,7 @@ export function mountTraining(section, app, model) {
     setButtons();
   });
   // Any progress ends a busy message.
-  for (const event of ['layer_started', 'epoch', 'batch', 'layer_finished', 'supervised_progress', 'finished']) {
+  for (const event of ['layer_started', 'epoch', 'batch', 'layer_finished', 'supervised_progress', 'run_progress', 'finished']) {
     app.on(event, () => { delete $('train-status').dataset.busy; });
   }
   // A model from a file or this browser's storage replaces whatever the last run or Reset

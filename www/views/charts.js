@@ -22,7 +22,7 @@ const EPOCH_CHARTS = [
   { id: 'speed', title: 'Epoch time (solid) and cases/s (dashed)', y: 'seconds', value: (e) => e.report.seconds, twin: (e) => e.report.cases_per_second, twinAxis: 'cases/s' },
 ];
 
-class Chart {
+export class Chart {
   constructor(parent, { id, title, x, y, twinAxis, log, caption, height = 170 }) {
     this.box = document.createElement('figure');
     this.box.className = 'chart';

@@ -5,7 +5,9 @@
 //
 // Consumes: `architecture` (and `app.architecture` at mount), `plan`, `layer_started`,
 // `epoch`, `batch`, `layer_finished`, `supervised_progress`, `finished`, `reset`, `model`
-// (a null summary: the model is gone), `model_loaded`, `state`.
+// (a null summary: the model is gone), `model_loaded`, `state`; for the sparse autoencoder
+// (architecture.family 'autoencoder': inputs → hidden → reconstruction) `ae_started`,
+// `ae_iteration` and `ae_model`.
 // Emits: `open_layer { kind: 'inputs'|'rbm'|'supervised'|'outputs', index }` and
 // `edit_layers { rbm: number[] }`.
 import { el } from './canvas.js';
@@ -50,6 +52,18 @@ export function layersOf(architecture) {
     main: inputMain, detail: known(inputs) ? shape : '(no data yet)', short: known(inputs) ? String(inputs) : '?',
     description: `Input layer: ${known(inputs) ? `${inputMain}${shape ? ` ${shape}` : ''}` : 'no data loaded yet'}`,
   });
+  if (architecture.family === 'autoencoder') {
+    const { hidden } = architecture;
+    const outputs = known(inputs) ? `${inputs} outputs` : 'outputs';
+    layers.push({
+      kind: 'ae_hidden', index: 0, size: hidden, link: 'encoder', main: `hidden · ${hidden}`, detail: '(sigmoid)', short: String(hidden),
+      description: `Hidden layer: ${hidden} sigmoid units, the code (encoder weights W1)`,
+    }, {
+      kind: 'ae_output', index: 0, size: known(inputs) ? inputs : null, link: 'decoder', main: outputs, detail: '(x̂)', short: known(inputs) ? String(inputs) : '?',
+      description: `Output layer: ${outputs}, the reconstruction x̂ of the input (decoder weights W2)`,
+    });
+    return layers;
+  }
   rbm.forEach((size, k) => layers.push({
     kind: 'rbm', index: k, size, main: `RBM ${k + 1} · ${size}`, detail: '', short: String(size),
     description: `RBM layer ${k + 1}: ${size} hidden units`,
@@ -108,7 +122,11 @@ export function mountNetwork(element, app) {
   const legend = el('p', { className: 'network-legend' },
     el('span', { className: 'network-key-item', dataset: { kind: 'rbm' } },
       el('span', { className: 'network-key rbm', 'aria-hidden': 'true' }, '—'), ' RBM weights (undirected, trained greedily)'),
-    ' ', supervisedKey);
+    ' ', supervisedKey,
+    el('span', { className: 'network-key-item', dataset: { kind: 'encoder', family: 'autoencoder' } },
+      el('span', { className: 'network-key encoder', 'aria-hidden': 'true' }, '—'), ' encoder W1'),
+    ' ', el('span', { className: 'network-key-item', dataset: { kind: 'decoder', family: 'autoencoder' } },
+      el('span', { className: 'network-key decoder', 'aria-hidden': 'true' }, '—'), ' decoder W2 (trained together by L-BFGS)'));
   element.replaceChildren(svg, el('div', { className: 'network-bar' }, legend,
     el('div', { className: 'network-edit', role: 'group', 'aria-label': 'RBM layers' }, removeButton, addButton)));
 
@@ -154,7 +172,7 @@ export function mountNetwork(element, app) {
     for (let k = 1; k < positions.length; k += 1) {
       const from = positions[k - 1];
       const to = positions[k];
-      const kind = to.layer.kind === 'rbm' ? 'rbm' : 'supervised';
+      const kind = to.layer.link ?? (to.layer.kind === 'rbm' ? 'rbm' : 'supervised');
       const group = svgEl('g', { class: `links ${kind}`, dataset: { kind, to: key(to.layer.kind, to.layer.index) } });
       for (const a of from.slots) {
         if (a.kind !== 'unit') continue;
@@ -285,8 +303,12 @@ export function mountNetwork(element, app) {
     if (names.length) set(names[names.length - 1], 'training', `${fineTuning ? 'fine-tuning' : 'iteration'} ${iteration}`);
     run.stage = fineTuning ? 'fine_tune' : 'supervised';
   }));
-  app.on('finished', update(({ stopped }) => {
+  app.on('finished', update(({ stopped, family }) => {
     run.stage = '';
+    if (family === 'autoencoder') {
+      for (const name of [key('ae_hidden', 0), key('ae_output', 0)]) set(name, stopped ? 'pending' : 'done');
+      return;
+    }
     if (stopped) {
       // What was in training did not finish (a cancelled RBM layer reports layer_finished).
       for (const [name, state] of run.states) if (state === 'training') set(name, 'pending');
@@ -306,6 +328,16 @@ export function mountNetwork(element, app) {
     if (summary?.supervised) for (const name of supervisedKeys()) set(name, 'done');
   }));
   app.on('state', showButtons);
+  // The autoencoder trains both weight layers at once.
+  const autoencoderProgress = (text) => {
+    for (const name of [key('ae_hidden', 0), key('ae_output', 0)]) set(name, 'training', text);
+    run.stage = 'autoencoder';
+  };
+  app.on('ae_started', update(() => autoencoderProgress('iteration 0')));
+  app.on('ae_iteration', update(({ iteration }) => autoencoderProgress(`iteration ${iteration}`)));
+  app.on('ae_model', update(({ summary }) => {
+    if (!summary) clearRun();
+  }));
 
   // Drawn in CSS pixels: a new width or height redraws.
   if (typeof ResizeObserver === 'function') {
