@@ -107,7 +107,21 @@ for (const build of builds) {
         const saved = await (await import('node:fs/promises')).readFile(await download.path(), 'utf8');
         assert.equal(saved, await page.evaluate(() => window.app.rpc('ae_model_json')));
         JSON.parse(saved);
+        // The first screen (1280×720) holds Start, the network and both pictures, and the
+        // headline charts start on it (scrolled back to the top: Save model scrolled down).
+        await page.evaluate(() => window.scrollTo(0, 0));
+        const onScreen = await page.evaluate((selectors) => selectors.map((sel) => {
+          const r = document.querySelector(sel).getBoundingClientRect();
+          return [sel, r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth, Math.round(r.top)];
+        }), ['#train-start', '#train-status', '#network-drawing svg', '#ae-filters-canvas', '#ae-reconstructions-canvas', '#chart-ae-cost']);
+        for (const [sel, inside, top] of onScreen.slice(0, -1)) assert.ok(inside, `${sel} is not wholly on the first screen`);
+        assert.ok(onScreen.at(-1)[2] < 720 - 100, `the cost chart starts too low: ${onScreen.at(-1)[2]}`);
         await screenshot(page, `autoencoder-${build.name}-trained`);
+        const { createRequire } = await import('node:module');
+        await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+        const violations = await page.evaluate(async () => (await window.axe.run(document, { runOnly: ['wcag2a', 'wcag2aa'] })).violations
+          .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+        assert.deepEqual(violations, [], 'axe-core: WCAG 2 A/AA on the trained autoencoder page');
         assert.deepEqual(problems, []);
       } finally {
         await page.close();

@@ -73,7 +73,8 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
   const save = el('button', { type: 'button', id: 'ae-save-model', disabled: true, title: 'Download the trained autoencoder (weights and settings) as autoencoder.json.', dataset: { hideKey: 'ae_save' } }, 'Save model');
   const summary = el('p', { id: 'ae-model-summary', className: 'view-note' }, 'No autoencoder yet.');
   const saveError = el('p', { id: 'ae-save-error', className: 'error', role: 'alert', hidden: true });
-  const log = el('ol', { id: 'ae-log', className: 'epoch-log' });
+  // Scrolls when long: focusable, so a keyboard can scroll it too.
+  const log = el('ol', { id: 'ae-log', className: 'epoch-log', tabIndex: 0, 'aria-label': 'Iteration log' });
   logPanel.append(el('div', { className: 'view-controls' }, save, summary), saveError, log, logPanel.caption);
 
   let model = null;
