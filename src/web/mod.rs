@@ -15,6 +15,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
+mod autoencoder;
 mod bench;
 mod chains;
 mod data;
@@ -25,6 +26,7 @@ mod training;
 mod units;
 mod views;
 use gpu_training::EngineState;
+pub use autoencoder::AutoencoderTrainer;
 pub use bench::bench_cpu;
 
 #[cfg(feature = "threads")]
