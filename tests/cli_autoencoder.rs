@@ -1,9 +1,10 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! `deepbelief autoencoder` (issue 17): 20 L-BFGS iterations lower J on patches of a small
-//! generated PNG set and on the first 200 MNIST digits; autoencoder.json parses, holds the
-//! parameters of the stated shape and the same final J as the summary line, and agrees with
-//! the CPU reference's J recomputed from those parameters; filters.png is a PNG of the tile
-//! grid's size; bad values name their flag or file.
+//! generated PNG set and on the first 200 MNIST digits; model.json (a one-layer
+//! "deepbelief-autoencoder/2" stack) parses, holds the parameters of the stated shape and the
+//! same final J as the summary line, and agrees with the CPU reference's J recomputed from
+//! those parameters; filters.png is a PNG of the tile grid's size; AUTOENCODER.LOG is written;
+//! bad values name their flag or file.
 
 mod support;
 
@@ -32,29 +33,37 @@ fn write_stripe_images(dir: &Path) {
 }
 
 fn parameters(document: &Value, name: &str) -> Vec<f32> {
-    document["parameters"][name].as_array().unwrap_or_else(|| panic!("parameters.{name}")).iter().map(|v| v.as_f64().expect("a number") as f32).collect()
+    document["layers"][0][name].as_array().unwrap_or_else(|| panic!("layers[0].{name}")).iter().map(|v| v.as_f64().expect("a number") as f32).collect()
 }
 
-/// Runs the command with `--json`, checks the files and the summary, returns autoencoder.json.
+fn read_model(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("model.json")).unwrap()).expect("model.json parses")
+}
+
+/// Runs the command with `--json`, checks the files and the summary, returns model.json.
 fn train_and_check(input: &[&str], out: &Path, n_visible: usize, n_hidden: usize, tile: usize) -> Value {
     let hidden = n_hidden.to_string();
     let mut args = vec!["autoencoder"];
     args.extend_from_slice(input);
     args.extend_from_slice(&["--hidden", &hidden, "--iterations", "20", "--out", out.to_str().unwrap(), "--json"]);
     let summary = last_json(&run_ok(&args));
-    assert_eq!(folder_listing(out), ["autoencoder.json", "filters.png"]);
-    let document: Value = serde_json::from_slice(&std::fs::read(out.join("autoencoder.json")).unwrap()).expect("autoencoder.json parses");
-    assert_eq!(document["format"], "deepbelief-autoencoder/1");
-    assert_eq!(document["n_visible"], n_visible);
-    assert_eq!(document["n_hidden"], n_hidden);
-    let (initial, last) = (document["initial"]["J"].as_f64().unwrap(), document["final"]["J"].as_f64().unwrap());
+    assert_eq!(folder_listing(out), ["AUTOENCODER.LOG", "filters.png", "model.json"]);
+    let document = read_model(out);
+    assert_eq!(document["format"], "deepbelief-autoencoder/2");
+    assert_eq!(document["layers"].as_array().map(Vec::len), Some(1));
+    let layer = &document["layers"][0];
+    assert_eq!(layer["n_visible"], n_visible);
+    assert_eq!(layer["n_hidden"], n_hidden);
+    let training = &layer["training"];
+    let (initial, last) = (training["initial"]["J"].as_f64().unwrap(), training["final"]["J"].as_f64().unwrap());
     assert!(last < 0.9 * initial, "J {initial} → {last}: 20 iterations should lower it");
-    assert_eq!(summary["J"].as_f64(), Some(last));
+    // The file keeps measured figures to 15 significant digits.
+    assert!((summary["J"].as_f64().unwrap() - last).abs() <= 1e-13 * last.abs(), "summary J {} vs the file's {last}", summary["J"]);
     assert_eq!(summary["iterations"], 20);
     assert_eq!(summary["backend"], "cpu");
     let terms = ["reconstruction", "weight_decay", "sparsity"].map(|t| summary[t].as_f64().unwrap());
     assert!((terms.iter().sum::<f64>() - last).abs() <= 1e-9 * last.abs());
-    let rho = document["mean_activation"]["mean"].as_f64().unwrap();
+    let rho = training["mean_activation"]["mean"].as_f64().unwrap();
     assert!(rho > 0.0 && rho < 1.0, "mean ρ̂ {rho}");
     assert_eq!(parameters(&document, "W1").len(), n_visible * n_hidden);
     assert_eq!(parameters(&document, "b2").len(), n_visible);
@@ -74,7 +83,8 @@ fn patches_of_png_images_train_and_write_the_model_and_filters() {
     write_stripe_images(&images);
     let out = temp_dir("ae-patches");
     let document = train_and_check(&["--images", images.to_str().unwrap(), "--patches", "1000"], &out, 64, 16, 8);
-    assert_eq!(document["inputs"]["images"].as_array().unwrap().len(), 3);
+    assert_eq!(document["pretraining_data"]["files"].as_array().unwrap().len(), 3);
+    assert_eq!(document["inputs"]["preprocessing"], "patches");
     assert!(document["inputs"]["clip"].as_f64().unwrap() > 0.0);
 }
 
@@ -89,9 +99,11 @@ fn mnist_digits_train_and_match_the_cpu_cost_of_the_saved_parameters() {
     let document = train_and_check(&["--mnist", mnist.to_str().unwrap(), "--patches", "200"], &out, 784, 20, 28);
     let model = Autoencoder { n_visible: 784, n_hidden: 20, w1: parameters(&document, "W1"), b1: parameters(&document, "b1"), w2: parameters(&document, "W2"), b2: parameters(&document, "b2") };
     let (data, _) = read_unit_inputs(&mnist, Some(200)).unwrap();
-    let settings = CostSettings::ufldl();
+    // UFLDL's MNIST exercises' settings are the defaults with --mnist.
+    let settings = CostSettings { weight_decay: 3e-3, sparsity_target: 0.1, sparsity_weight: 3.0 };
+    assert_eq!(document["layers"][0]["settings"]["rho"], 0.1);
     let expected = cost(&CpuBackend, &model, &data, &settings, &mut Workspace::new()).unwrap().total;
-    let saved = document["final"]["J"].as_f64().unwrap();
+    let saved = document["layers"][0]["training"]["final"]["J"].as_f64().unwrap();
     assert!((expected - saved).abs() <= 1e-5 * saved.abs(), "J of the saved parameters {expected}, reported {saved}");
 }
 
@@ -133,11 +145,10 @@ fn the_gpu_cost_trains_as_the_cpu_reference_does() {
     let gpu = last_json(&String::from_utf8(output.stdout).unwrap());
     let cpu = last_json(&run_ok(&[&common[..], &[cpu_out.to_str().unwrap()]].concat()));
     assert_eq!((gpu["backend"].as_str(), cpu["backend"].as_str()), (Some("gpu"), Some("cpu")));
-    let read = |dir: &Path| -> Value { serde_json::from_slice(&std::fs::read(dir.join("autoencoder.json")).unwrap()).unwrap() };
-    let (gpu_doc, cpu_doc) = (read(&gpu_out), read(&cpu_out));
-    assert_eq!(gpu_doc["initial"]["J"], cpu_doc["initial"]["J"], "same seed, same patches, same starting J");
+    let initial = |dir: &Path| read_model(dir)["layers"][0]["training"]["initial"]["J"].clone();
+    assert_eq!(initial(&gpu_out), initial(&cpu_out), "same seed, same patches, same starting J");
     let (g, c) = (gpu["J"].as_f64().unwrap(), cpu["J"].as_f64().unwrap());
-    assert!(g < 0.9 * gpu_doc["initial"]["J"].as_f64().unwrap(), "the device run lowered J");
+    assert!(g < 0.9 * initial(&gpu_out).as_f64().unwrap(), "the device run lowered J");
     assert!((g - c).abs() <= 0.05 * c, "J after 20 iterations: GPU {g}, CPU {c}");
 }
 

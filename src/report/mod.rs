@@ -3,6 +3,9 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod atomic;
+pub mod autoencoder_log;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod autoencoder_npz;
 pub mod classification;
 pub mod deep_log;
 pub mod deep_log_supervised;

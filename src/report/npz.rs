@@ -31,7 +31,7 @@ pub fn write_npz(path: &Path, model: &SavedDbn) -> Result<(), String> {
     file.into_inner().map_err(|e| fail(e.into_error()))?.commit()
 }
 
-fn write_array<W: Write + Seek>(npz: &mut npyz::npz::NpzWriter<W>, name: &str, shape: &[u64], values: &[f32]) -> std::io::Result<()> {
+pub(super) fn write_array<W: Write + Seek>(npz: &mut npyz::npz::NpzWriter<W>, name: &str, shape: &[u64], values: &[f32]) -> std::io::Result<()> {
     let mut writer = npz.array::<f32>(name, Default::default())?.default_dtype().shape(shape).begin_nd()?;
     writer.extend(values.iter().copied())?;
     writer.finish()

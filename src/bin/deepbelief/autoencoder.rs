@@ -1,32 +1,44 @@
-//! `deepbelief autoencoder` (issue 17): trains one sparse autoencoder, the UFLDL exercise.
-//! Inputs are either grey PNG images (`--images`, files or folders of `*.png`), cut into
-//! `--patches` random `--patch × --patch` patches and normalised as UFLDL's `normalizeData`
-//! (optionally ZCA-whitened after), or an MNIST IDX file (`--mnist`), whole images scaled to
-//! [0, 1]. Writes `autoencoder.json` (settings, J and its terms, ρ̂, the parameters) and
-//! `filters.png` (W1's columns, each tile scaled to its own max|w| as UFLDL's
-//! `display_network`) into `--out`, each through a temporary file renamed into place.
+//! `deepbelief autoencoder` (issue 17): sparse autoencoders as in Stanford's UFLDL.
+//!
+//! - One autoencoder on image patches (`--images`, the sparse-autoencoder exercise) or on IDX
+//!   images (`--mnist`, inputs in [0, 1]);
+//! - a stack trained greedily (`--layers 200,200`): layer k on layer k − 1's hidden
+//!   activations;
+//! - with `--labels`, a SoftMax over the labelled classes (`--classes`) on the top features,
+//!   then with `--fine-tune` the encoders and the SoftMax together by backprop (the
+//!   stacked-autoencoder exercise);
+//! - with `--unlabelled IMAGES` the autoencoders train on those images (`--unlabelled-classes`
+//!   with `--unlabelled-labels` keeps some classes) and the SoftMax on the features of the
+//!   labelled `--mnist` ones (the self-taught learning exercise).
+//!
+//! Writes `model.json` (docs/MODEL_FORMAT.md, "deepbelief-autoencoder/2"), `filters.png`
+//! (the first layer's W1 columns, each tile scaled to its own max|w| as UFLDL's
+//! `display_network`) and `AUTOENCODER.LOG` into `--out`: all three are written in full
+//! before any is put in place, so a failed run leaves the folder as it was.
 
+use crate::autoencoder_inputs::{read_idx, read_patches, ClassList, Images};
+use crate::autoencoder_supervised::{self as supervised, SupervisedOptions, SupervisedResult};
 use crate::backend_choice::{self, BackendChoice};
+use crate::out_lock::OutLock;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::autoencoder::lbfgs::LbfgsSettings;
-use deepbelief::autoencoder::sgd::SgdSettings;
-use deepbelief::autoencoder::{Autoencoder, CostSettings, Method, TrainReport};
-use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::data::patches::{self, GreyImage, Zca};
-use deepbelief::report::atomic::write_atomically;
+use deepbelief::autoencoder::stack::{AutoencoderStack, LayerSettings, MethodName};
+use deepbelief::autoencoder::CostSettings;
+use deepbelief::format::autoencoder::{to_json_checked, SavedAutoencoder};
+use deepbelief::report::atomic::AtomicFile;
+use deepbelief::report::autoencoder_log::{AutoencoderLog, StageLog, SupervisedLog};
 use deepbelief::report::image_grid::{filters_of, tile_grey, Scaling};
-use deepbelief::supervised::conjugate_gradient::CgSettings;
+use deepbelief::report::png::encode_grey_png;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Instant;
 
-/// The version of `autoencoder.json`'s layout.
-const FORMAT: &str = "deepbelief-autoencoder/1";
-/// ZCA's ε, UFLDL's `epsilon = 0.1` for 8×8 patches.
-const ZCA_EPSILON: f64 = 0.1;
-/// The largest image side read from a PNG file, so a header cannot ask for an absurd buffer.
-const MAX_IMAGE_SIDE: u32 = 16_384;
+/// The model file's name in `--out`.
+pub const MODEL_FILE: &str = "model.json";
+pub const LOG_FILE: &str = "AUTOENCODER.LOG";
+/// Filters drawn in filters.png at most.
+const FILTERS_SHOWN: usize = 400;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MethodChoice {
@@ -41,43 +53,82 @@ pub struct AutoencoderArgs {
     /// whose *.png files are all read.
     #[arg(long, value_name = "DIR_OR_FILE", num_args = 1.., conflicts_with = "mnist", required_unless_present = "mnist")]
     pub images: Vec<PathBuf>,
-    /// An MNIST IDX image file (raw or gzip): whole images as inputs in [0, 1], no patches.
+    /// An IDX image file (MNIST; raw or gzip): whole images as inputs in [0, 1], no patches.
+    /// With --unlabelled, the labelled images the SoftMax trains on.
     #[arg(long, value_name = "IDX_FILE")]
     pub mnist: Option<PathBuf>,
     /// --images: the side of the square patches.
     #[arg(long, value_name = "PIXELS", default_value_t = 8)]
     pub patch: usize,
-    /// --images: patches sampled; --mnist: the first this many images (at most the file's).
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    /// --images: patches sampled; IDX files: the first this many images of each file (before
+    /// --classes / --unlabelled-classes pick among them).
+    #[arg(long, visible_alias = "cases", value_name = "N", default_value_t = 10_000)]
     pub patches: usize,
-    /// Hidden units.
-    #[arg(long, value_name = "N", default_value_t = 25)]
-    pub hidden: usize,
-    /// ρ, the target mean activation of each hidden unit.
-    #[arg(long, value_name = "RHO", default_value_t = 0.01)]
-    pub rho: f64,
-    /// λ, the weight decay.
-    #[arg(long, value_name = "LAMBDA", default_value_t = 1e-4)]
-    pub lambda: f64,
+    /// Hidden units of a single autoencoder [default: 25 with --images, 196 with --mnist].
+    #[arg(long, value_name = "N", conflicts_with = "layers")]
+    pub hidden: Option<usize>,
+    /// Hidden units of each layer of a stack, bottom up, e.g. 200,200.
+    #[arg(long, value_name = "N,N,…", value_delimiter = ',', num_args = 1..)]
+    pub layers: Vec<usize>,
+    /// ρ, the target mean activation of each hidden unit [default: 0.01 with --images, UFLDL's
+    /// patch exercise; 0.1 with --mnist, its MNIST exercises].
+    #[arg(long, value_name = "RHO")]
+    pub rho: Option<f64>,
+    /// λ, the weight decay [default: 1e-4 with --images, 3e-3 with --mnist].
+    #[arg(long, value_name = "LAMBDA")]
+    pub lambda: Option<f64>,
     /// β, the weight of the sparsity penalty.
     #[arg(long, value_name = "BETA", default_value_t = 3.0)]
     pub beta: f64,
-    /// L-BFGS or CG iterations, or SGD epochs.
+    /// L-BFGS or CG iterations, or SGD epochs, of each layer.
     #[arg(long, value_name = "N", default_value_t = 400)]
     pub iterations: usize,
     /// The optimiser: full-batch L-BFGS (UFLDL's minFunc), conjugate gradient, or mini-batch SGD.
     #[arg(long, value_enum, default_value_t = MethodChoice::Lbfgs)]
     pub method: MethodChoice,
-    /// --images: ZCA-whiten the normalised patches (ε = 0.1).
+    /// --images: ZCA-whiten the patches (ε = 0.1) before normalising them.
     #[arg(long)]
     pub zca: bool,
+    /// IDX labels of --mnist: train a SoftMax over the labelled classes on the top features.
+    #[arg(long, value_name = "IDX_FILE", requires = "mnist")]
+    pub labels: Option<PathBuf>,
+    /// The labelled classes the SoftMax learns, e.g. 0-4 (other cases are left out) [default: all].
+    #[arg(long, value_name = "CLASSES", requires = "labels")]
+    pub classes: Option<ClassList>,
+    /// IDX images the autoencoders train on instead of --mnist (self-taught learning).
+    #[arg(long, value_name = "IDX_FILE", requires = "labels")]
+    pub unlabelled: Option<PathBuf>,
+    /// IDX labels of --unlabelled, used only to pick --unlabelled-classes.
+    #[arg(long, value_name = "IDX_FILE", requires = "unlabelled")]
+    pub unlabelled_labels: Option<PathBuf>,
+    /// The classes of --unlabelled kept for the autoencoders, e.g. 5-9.
+    #[arg(long, value_name = "CLASSES", requires = "unlabelled_labels")]
+    pub unlabelled_classes: Option<ClassList>,
+    /// Iterations of the SoftMax's conjugate gradient (UFLDL's softmaxTrain runs 100).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub supervised_iterations: usize,
+    /// UFLDL's λ on the SoftMax weights, (λ/2)·Σw².
+    #[arg(long, value_name = "LAMBDA", default_value_t = 1e-4)]
+    pub softmax_lambda: f64,
+    /// After the SoftMax, fine-tune the encoders and the SoftMax together by backprop.
+    #[arg(long, requires = "labels")]
+    pub fine_tune: bool,
+    /// Iterations of fine-tuning's conjugate gradient (UFLDL's exercise runs 400 of L-BFGS).
+    #[arg(long, value_name = "N", default_value_t = 400)]
+    pub fine_tune_iterations: usize,
+    /// IDX test images: each supervised stage is scored on them too (AUTOENCODER.LOG).
+    #[arg(long, value_name = "IDX_FILE", requires_all = ["labels", "test_labels"])]
+    pub test_images: Option<PathBuf>,
+    /// IDX labels of --test-images.
+    #[arg(long, value_name = "IDX_FILE", requires = "test_images")]
+    pub test_labels: Option<PathBuf>,
     /// Where the cost is computed: cpu, gpu, or auto (the GPU when an adapter exists).
     #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
     pub backend: BackendChoice,
-    /// Seed of the patch sampling, the initial weights and SGD's order.
+    /// Seed of the patch sampling, the initial weights (layer k: seed + k − 1) and SGD's order.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Folder for autoencoder.json and filters.png (created if missing).
+    /// Folder for model.json, filters.png and AUTOENCODER.LOG (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Print the summary as one JSON object on the last line of standard output.
@@ -85,197 +136,196 @@ pub struct AutoencoderArgs {
     pub json: bool,
 }
 
-/// The training inputs, `rows × width`, and the tile shape of a filter.
-struct Inputs {
-    values: Vec<f32>,
-    width: usize,
-    tile: (usize, usize),
-    source: serde_json::Value,
-}
-
-fn check_args(args: &AutoencoderArgs) -> Result<(), String> {
+/// The layers' settings, every value checked and named by its flag.
+fn layer_settings(args: &AutoencoderArgs) -> Result<Vec<LayerSettings>, String> {
+    let mnist = args.mnist.is_some();
     if args.patch == 0 || args.patch > 64 {
         return Err(format!("--patch is {}, expected 1 to 64 pixels", args.patch));
     }
     if args.patches == 0 {
         return Err("--patches is 0, expected at least 1".into());
     }
-    if args.hidden == 0 || args.hidden > deepbelief::train::config::MAX_HIDDEN {
-        return Err(format!("--hidden is {}, expected 1 to {} units", args.hidden, deepbelief::train::config::MAX_HIDDEN));
+    let sizes = if args.layers.is_empty() { vec![args.hidden.unwrap_or(if mnist { 196 } else { 25 })] } else { args.layers.clone() };
+    let flag = if args.layers.is_empty() { "--hidden" } else { "--layers" };
+    if let Some(&bad) = sizes.iter().find(|&&n| n == 0 || n > deepbelief::train::config::MAX_HIDDEN) {
+        return Err(format!("{flag} is {bad}, expected 1 to {} units", deepbelief::train::config::MAX_HIDDEN));
     }
-    if !(args.rho > 0.0 && args.rho < 1.0) {
-        return Err(format!("--rho is {}, expected a number strictly between 0 and 1", args.rho));
+    let rho = args.rho.unwrap_or(if mnist { 0.1 } else { 0.01 });
+    let lambda = args.lambda.unwrap_or(if mnist { 3e-3 } else { 1e-4 });
+    if !(rho > 0.0 && rho < 1.0) {
+        return Err(format!("--rho is {rho}, expected a number strictly between 0 and 1"));
     }
-    if !(args.lambda >= 0.0 && args.lambda.is_finite()) {
-        return Err(format!("--lambda is {}, expected a finite number ≥ 0", args.lambda));
+    if !(lambda >= 0.0 && lambda.is_finite()) {
+        return Err(format!("--lambda is {lambda}, expected a finite number ≥ 0"));
     }
     if !(args.beta >= 0.0 && args.beta.is_finite()) {
         return Err(format!("--beta is {}, expected a finite number ≥ 0", args.beta));
     }
-    if args.iterations == 0 {
-        return Err("--iterations is 0, expected at least 1".into());
+    for (flag, value) in [("--iterations", args.iterations), ("--supervised-iterations", args.supervised_iterations), ("--fine-tune-iterations", args.fine_tune_iterations)] {
+        if value == 0 {
+            return Err(format!("{flag} is 0, expected at least 1"));
+        }
     }
-    if args.zca && args.mnist.is_some() {
+    if !(args.softmax_lambda >= 0.0 && args.softmax_lambda.is_finite()) {
+        return Err(format!("--softmax-lambda is {}, expected a finite number ≥ 0", args.softmax_lambda));
+    }
+    if args.zca && mnist {
         return Err("--zca applies to --images patches, not to --mnist".into());
     }
-    Ok(())
-}
-
-/// The PNG files named: each file as given, each folder's `*.png` in name order.
-fn png_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let entries = std::fs::read_dir(path).map_err(|e| format!("--images {}: {e}", path.display()))?;
-            let mut pngs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("png"))).collect();
-            if pngs.is_empty() {
-                return Err(format!("--images {}: the folder has no .png files", path.display()));
-            }
-            pngs.sort();
-            files.extend(pngs);
-        } else if path.is_file() {
-            files.push(path.clone());
-        } else {
-            return Err(format!("--images {}: no such file or folder", path.display()));
+    for (flag, list) in [("--classes", &args.classes), ("--unlabelled-classes", &args.unlabelled_classes)] {
+        if list.as_ref().is_some_and(|c| c.0.is_empty()) {
+            return Err(format!("{flag} names no classes"));
         }
     }
-    Ok(files)
-}
-
-/// One PNG file as grey levels in [0, 1]: colour channels averaged, alpha ignored.
-fn read_grey_png(path: &Path) -> Result<GreyImage, String> {
-    let fail = |what: String| format!("--images {}: {what}", path.display());
-    let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-    let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
-    decoder.set_transformations(png::Transformations::normalize_to_color8());
-    let mut reader = decoder.read_info().map_err(|e| fail(format!("not a readable PNG file ({e})")))?;
-    let (width, height) = (reader.info().width, reader.info().height);
-    if width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
-        return Err(fail(format!("{width} × {height} pixels, expected at most {MAX_IMAGE_SIDE} on a side")));
-    }
-    let size = reader.output_buffer_size().ok_or_else(|| fail("the image is too large to decode".into()))?;
-    let mut buffer = vec![0u8; size];
-    let frame = reader.next_frame(&mut buffer).map_err(|e| fail(format!("not a readable PNG file ({e})")))?;
-    let channels = frame.color_type.samples();
-    let colour = match frame.color_type {
-        png::ColorType::Grayscale | png::ColorType::GrayscaleAlpha => 1,
-        png::ColorType::Rgb | png::ColorType::Rgba => 3,
-        other => return Err(fail(format!("colour type {other:?} after expansion, expected grey or RGB"))),
+    let method = match args.method {
+        MethodChoice::Lbfgs => MethodName::Lbfgs,
+        MethodChoice::Cg => MethodName::ConjugateGradient,
+        MethodChoice::Sgd => MethodName::Sgd,
     };
-    let (rows, cols) = (frame.height as usize, frame.width as usize);
-    let mut pixels = Vec::with_capacity(rows * cols);
-    for row in buffer[..frame.buffer_size()].chunks_exact(frame.line_size) {
-        for px in row[..cols * channels].chunks_exact(channels) {
-            let sum: u32 = px[..colour].iter().map(|&b| u32::from(b)).sum();
-            pixels.push(sum as f32 / (255.0 * colour as f32));
+    let cost = CostSettings { weight_decay: lambda, sparsity_target: rho, sparsity_weight: args.beta };
+    Ok(sizes.iter().enumerate().map(|(k, &n_hidden)| LayerSettings { n_hidden, cost, method, iterations: args.iterations, seed: args.seed.wrapping_add(k as u64) }).collect())
+}
+
+/// The inputs of the autoencoders, the labelled images (with --labels) and the test images.
+struct RunData {
+    pretraining: Images,
+    labelled: Option<Images>,
+    test: Option<Images>,
+}
+
+fn read_data(args: &AutoencoderArgs) -> Result<RunData, String> {
+    let Some(mnist) = &args.mnist else {
+        return Ok(RunData { pretraining: read_patches(&args.images, args.patch, args.patches, args.zca, args.seed)?, labelled: None, test: None });
+    };
+    let main = read_idx(mnist, args.labels.as_deref(), args.patches, args.classes.as_ref(), ["--mnist", "--labels", "--classes"])?;
+    let test = match (&args.test_images, &args.test_labels) {
+        (Some(images), Some(labels)) => Some(read_idx(images, Some(labels), usize::MAX, None, ["--test-images", "--test-labels", ""])?),
+        _ => None,
+    };
+    if let Some(t) = &test {
+        if t.width != main.width {
+            return Err(format!("--test-images: {} inputs per image, but --mnist has {}", t.width, main.width));
         }
     }
-    Ok(GreyImage { rows, cols, pixels })
-}
-
-fn read_inputs(args: &AutoencoderArgs) -> Result<Inputs, String> {
-    if let Some(path) = &args.mnist {
-        let (values, width) = patches::read_unit_inputs(path, Some(args.patches)).map_err(|e| format!("--mnist {}: {e}", path.display()))?;
-        let side = (width as f64).sqrt() as usize;
-        let tile = if side * side == width { (side, side) } else { (1, width) };
-        let cases = values.len() / width.max(1);
-        return Ok(Inputs { values, width, tile, source: json!({ "mnist": path.display().to_string(), "cases": cases }) });
+    let Some(unlabelled) = &args.unlabelled else {
+        let labelled = main.labels.is_some().then(|| Images { values: main.values.clone(), labels: main.labels.clone(), record: main.record.clone(), preprocessing: main.preprocessing.clone(), ..main });
+        let pretraining = Images { labels: None, ..main };
+        return Ok(RunData { pretraining, labelled, test });
+    };
+    let pretraining = read_idx(unlabelled, args.unlabelled_labels.as_deref(), args.patches, args.unlabelled_classes.as_ref(), ["--unlabelled", "--unlabelled-labels", "--unlabelled-classes"])?;
+    if pretraining.width != main.width {
+        return Err(format!("--unlabelled: {} inputs per image, but --mnist has {}", pretraining.width, main.width));
     }
-    let files = png_files(&args.images)?;
-    let images = files.iter().map(|f| read_grey_png(f)).collect::<Result<Vec<_>, _>>()?;
-    let mut sampled = patches::sample_patches(&images, args.patch, args.patches, args.seed).map_err(|e| format!("--images: {e}"))?;
-    let width = sampled.width();
-    // Whitening comes first, as UFLDL's images were whitened before normalizeData: the mapping
-    // to [0.1, 0.9] must be the last step, so the targets stay within a sigmoid's reach.
-    if args.zca {
-        let zca = Zca::fit(&CpuBackend, &sampled.values, width, ZCA_EPSILON).map_err(|e| format!("--zca: {e}"))?;
-        sampled.values = zca.apply(&CpuBackend, &sampled.values);
+    Ok(RunData { pretraining: Images { labels: None, ..pretraining }, labelled: Some(main), test })
+}
+
+fn filters_png(stack: &AutoencoderStack, tile: (usize, usize)) -> Result<Vec<u8>, String> {
+    let first = &stack.layers[0].autoencoder;
+    let shown = first.n_hidden.min(FILTERS_SHOWN);
+    let filters = filters_of(&first.w1, first.n_visible, first.n_hidden, shown);
+    let columns = (shown as f64).sqrt().ceil() as usize;
+    encode_grey_png(&tile_grey(&filters, shown, tile, columns.max(1), Scaling::SymmetricPerTile))
+}
+
+/// Writes the three files, each in full under a temporary name, then renames them in place.
+fn write_outputs(args: &AutoencoderArgs, model: &SavedAutoencoder, log: &str, width: usize) -> Result<(), String> {
+    let model_text = to_json_checked(model).map_err(|e| format!("{}: {e}; nothing was written", args.out.join(MODEL_FILE).display()))?;
+    let tile = model.preprocessing.image_shape().unwrap_or((1, width));
+    let png = filters_png(&model.stack, tile)?;
+    let mut staged = Vec::new();
+    for (name, bytes) in [(MODEL_FILE, model_text.as_bytes()), ("filters.png", &png), (LOG_FILE, log.as_bytes())] {
+        let path = args.out.join(name);
+        let mut file = AtomicFile::create(&path)?;
+        file.write_all(bytes).map_err(|e| format!("{}: cannot write the file ({e})", path.display()))?;
+        file.finish_writing()?;
+        staged.push(file);
     }
-    let clip = patches::normalise_patches(&mut sampled).map_err(|e| format!("--images: {e}"))?;
-    let values = sampled.values;
-    let range = values.iter().fold([f32::INFINITY, f32::NEG_INFINITY], |[low, high], &v| [low.min(v), high.max(v)]);
-    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
-    let source = json!({ "images": names, "patch": args.patch, "patches": args.patches, "clip": clip, "zca": args.zca, "range": range });
-    Ok(Inputs { values, width, tile: (args.patch, args.patch), source })
-}
-
-fn method(args: &AutoencoderArgs) -> Method {
-    match args.method {
-        MethodChoice::Lbfgs => Method::Lbfgs(LbfgsSettings { max_iterations: args.iterations, max_evaluations: args.iterations.saturating_mul(5).max(1000), ..LbfgsSettings::default() }),
-        MethodChoice::Cg => Method::ConjugateGradient(CgSettings { max_iterations: args.iterations, ..CgSettings::default() }),
-        MethodChoice::Sgd => Method::Sgd(SgdSettings { epochs: args.iterations, seed: args.seed, ..SgdSettings::default() }),
-    }
-}
-
-fn summary_of(values: &[f32]) -> serde_json::Value {
-    let n = values.len().max(1) as f64;
-    let mean = values.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
-    let min = values.iter().copied().fold(f32::INFINITY, f32::min);
-    let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    json!({ "mean": mean, "min": min, "max": max })
-}
-
-fn cost_json(cost: &deepbelief::autoencoder::Cost) -> serde_json::Value {
-    json!({ "J": cost.total, "reconstruction": cost.reconstruction, "weight_decay": cost.weight_decay, "sparsity": cost.sparsity })
-}
-
-fn write_outputs(args: &AutoencoderArgs, inputs: &Inputs, model: &Autoencoder, report: &TrainReport, settings: &CostSettings, backend: &str, seconds: f64) -> Result<(), String> {
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
-    let document = json!({
-        "format": FORMAT,
-        "n_visible": model.n_visible,
-        "n_hidden": model.n_hidden,
-        "settings": {
-            "rho": settings.sparsity_target, "lambda": settings.weight_decay, "beta": settings.sparsity_weight,
-            "method": format!("{:?}", args.method).to_lowercase(), "iterations": args.iterations, "seed": args.seed, "backend": backend,
-        },
-        "inputs": inputs.source,
-        "initial": cost_json(&report.initial),
-        "final": cost_json(&report.last),
-        "iterations": report.iterations,
-        "evaluations": report.evaluations,
-        "stop": report.stop,
-        "history": report.history,
-        "seconds": seconds,
-        "mean_activation": summary_of(&report.last.mean_activation),
-        "parameters": { "W1": model.w1, "b1": model.b1, "W2": model.w2, "b2": model.b2 },
-    });
-    let text = serde_json::to_string(&document).map_err(|e| e.to_string())?;
-    write_atomically(&args.out.join("autoencoder.json"), text.as_bytes())?;
-    let filters = filters_of(&model.w1, model.n_visible, model.n_hidden, model.n_hidden);
-    let columns = (model.n_hidden as f64).sqrt().ceil() as usize;
-    let grid = tile_grey(&filters, model.n_hidden, inputs.tile, columns.max(1), Scaling::SymmetricPerTile);
-    deepbelief::report::png::write_grey_png(&args.out.join("filters.png"), &grid)
+    staged.into_iter().try_for_each(AtomicFile::commit)
 }
 
 pub fn run(args: AutoencoderArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    check_args(&args)?;
-    let settings = CostSettings { weight_decay: args.lambda, sparsity_target: args.rho, sparsity_weight: args.beta };
-    let inputs = read_inputs(&args)?;
-    let cases = inputs.values.len() / inputs.width;
-    let engine = backend_choice::engine(args.backend)?;
-    let backend = if engine.is_gpu() { "gpu" } else { "cpu" };
-    output.text(&format!("sparse autoencoder {}→{}→{} on {cases} cases, {:?} on {}", inputs.width, args.hidden, inputs.width, args.method, engine.describe()));
-    let mut model = Autoencoder::initialise(inputs.width, args.hidden, args.seed);
     let start = Instant::now();
-    let mut progress = |iteration: usize, value: f64| {
+    let layers = layer_settings(&args)?;
+    let data = read_data(&args)?;
+    let engine = backend_choice::engine(args.backend)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: cannot create the folder ({e})", args.out.display()))?;
+    let _lock = OutLock::acquire(&args.out)?;
+    let (inputs, width) = (&data.pretraining.values, data.pretraining.width);
+    let sizes: Vec<String> = std::iter::once(width).chain(layers.iter().map(|l| l.n_hidden)).map(|n| n.to_string()).collect();
+    output.text(&format!("sparse autoencoders {} on {} cases, {:?} on {}", sizes.join("-"), data.pretraining.cases(), args.method, engine.describe()));
+    let mut progress = |layer: usize, iteration: usize, value: f64| {
         if iteration % 50 == 0 {
-            output.text(&format!("  iteration {iteration}: J {value:.6}"));
+            output.text(&format!("  layer {} iteration {iteration}: J {value:.6}", layer + 1));
         }
         true
     };
-    let report = engine.train_autoencoder(&mut model, &inputs.values, &settings, &method(&args), &mut progress)?;
+    let mut stack = engine.pretrain_autoencoders(inputs, width, &layers, &mut progress)?;
+    for (k, layer) in stack.layers.iter().enumerate() {
+        let r = layer.record.as_ref().expect("trained here");
+        output.text(&format!(
+            "layer {}: J {:.6} → {:.6} (reconstruction {:.6}, weight decay {:.6}, sparsity {:.6}) after {} iterations ({}), ρ̂ mean {:.4}, {:.1} s",
+            k + 1, r.initial.total, r.last.total, r.last.reconstruction, r.last.weight_decay, r.last.sparsity, r.iterations, r.stop, r.mean_activation.mean, r.seconds
+        ));
+    }
+    let supervised: Option<SupervisedResult> = match &data.labelled {
+        Some(labelled) => {
+            let options = SupervisedOptions { iterations: args.supervised_iterations, lambda: args.softmax_lambda, fine_tune: args.fine_tune, fine_tune_iterations: args.fine_tune_iterations, seed: args.seed };
+            Some(supervised::run(engine.backend().as_ref(), &mut stack, labelled, data.test.as_ref(), &options, output)?)
+        }
+        None => None,
+    };
+    let model = SavedAutoencoder {
+        preprocessing: data.pretraining.preprocessing.clone(),
+        pretraining_data: data.pretraining.record.clone(),
+        stack,
+        supervised_data: supervised.as_ref().map(|s| s.data.clone()),
+        supervised: supervised.as_ref().map(|s| s.saved.clone()),
+    };
     let seconds = start.elapsed().as_secs_f64();
-    write_outputs(&args, &inputs, &model, &report, &settings, backend, seconds)?;
-    let last = &report.last;
-    output.text(&format!(
-        "J {:.6} → {:.6} (reconstruction {:.6}, weight decay {:.6}, sparsity {:.6}) after {} iterations ({}), {seconds:.2} s; wrote {}",
-        report.initial.total, last.total, last.reconstruction, last.weight_decay, last.sparsity, report.iterations, report.stop, args.out.display()
-    ));
-    output.finish(&json!({
-        "J": last.total, "reconstruction": last.reconstruction, "weight_decay": last.weight_decay, "sparsity": last.sparsity,
-        "iterations": report.iterations, "seconds": seconds, "backend": backend,
-    }));
+    let log = AutoencoderLog {
+        program: format!("deepbelief {}", env!("CARGO_PKG_VERSION")),
+        computed_on: engine.describe(),
+        preprocessing: &model.preprocessing,
+        pretraining_data: &model.pretraining_data,
+        stack: &model.stack,
+        supervised: supervised.as_ref().zip(model.supervised.as_ref()).map(|(s, saved)| SupervisedLog {
+            saved,
+            data: &s.data,
+            penalty: s.penalty.clone(),
+            stages: s.stages.iter().map(|stage| StageLog { name: stage.name, report: &stage.report, train: &stage.train, test: stage.test.as_ref() }).collect(),
+            test: s.test.clone(),
+        }),
+        total_seconds: seconds,
+    };
+    write_outputs(&args, &model, &log.render(), width)?;
+    output.text(&format!("{seconds:.1} s; wrote {MODEL_FILE}, filters.png and {LOG_FILE} into {}", args.out.display()));
+    finish(output, &model, supervised.as_ref(), if engine.is_gpu() { "gpu" } else { "cpu" }, seconds);
     Ok(())
+}
+
+/// The `--json` summary: the top layer's J and terms (for one layer, the layer's), every
+/// layer's figures, and each supervised stage's.
+fn finish(output: Output, model: &SavedAutoencoder, supervised: Option<&SupervisedResult>, backend: &str, seconds: f64) {
+    let records: Vec<_> = model.stack.layers.iter().filter_map(|l| l.record.as_ref()).collect();
+    let top = records.last().expect("every layer was trained here");
+    let layers: Vec<_> = records
+        .iter()
+        .map(|r| json!({ "J": r.last.total, "initial_J": r.initial.total, "reconstruction": r.last.reconstruction, "weight_decay": r.last.weight_decay, "sparsity": r.last.sparsity, "iterations": r.iterations, "stop": r.stop, "rho_mean": r.mean_activation.mean, "seconds": r.seconds }))
+        .collect();
+    let stages: Vec<_> = supervised
+        .map(|s| {
+            s.stages
+                .iter()
+                .map(|st| {
+                    let error = |e: &deepbelief::supervised::evaluation::Evaluation| e.confusion.as_ref().map(|c| c.error_fraction());
+                    json!({ "stage": st.name, "iterations": st.report.iterations, "criterion": st.report.final_criterion, "seconds": st.report.seconds, "train_error": error(&st.train), "test_error": st.test.as_ref().map(error) })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    output.finish(&json!({
+        "J": top.last.total, "reconstruction": top.last.reconstruction, "weight_decay": top.last.weight_decay, "sparsity": top.last.sparsity,
+        "iterations": top.iterations, "seconds": seconds, "backend": backend, "sizes": model.stack.sizes(), "layers": layers, "supervised": stages,
+    }));
 }

@@ -17,7 +17,8 @@ use deepbelief::engine::Engine;
 use deepbelief::data::split::spread_cases;
 use deepbelief::data::Dataset;
 use deepbelief::eval::{base_rate_visible_bias, AisConfig, AisSchedule};
-use deepbelief::format::{read_model, SavedDbn};
+use deepbelief::format::autoencoder::{read_model_file, ModelFile};
+use deepbelief::format::{model_file_path, SavedDbn};
 use deepbelief::model::VisibleUnits;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -71,7 +72,10 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
     if args.max_cases == Some(0) {
         return Err("--max-cases is 0, expected at least 1 case".into());
     }
-    let model = read_model(&args.model).map_err(|e| e.to_string())?;
+    let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
+        ModelFile::Dbn(model) => model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::eval(&args, model, &model_file_path(&args.model).display().to_string()),
+    };
     let all = load_model_input(&args.images, &model, "--images")?;
     let data = all.subset(&spread_cases(all.n_cases, args.max_cases.unwrap_or(usize::MAX)));
     let engine = backend_choice::engine(args.backend)?;

@@ -2,7 +2,7 @@
 
 use crate::output::Output;
 use clap::Args;
-use deepbelief::format::read_model;
+use deepbelief::format::autoencoder::{read_model_file, ModelFile};
 use deepbelief::report::npz::write_npz;
 use serde_json::json;
 use std::path::PathBuf;
@@ -22,7 +22,10 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    let model = read_model(&args.model).map_err(|e| e.to_string())?;
+    let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
+        ModelFile::Dbn(model) => model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::export(&args, model),
+    };
     write_npz(&args.npz, &model)?;
     let shapes: Vec<String> = model.dbn.layers.iter().enumerate().map(|(k, l)| format!("W{} {}×{}", k + 1, l.n_visible, l.n_hidden)).collect();
     output.text(&format!("wrote {} ({})", args.npz.display(), shapes.join(", ")));

@@ -7,6 +7,12 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod autoencoder;
 #[cfg(not(target_arch = "wasm32"))]
+mod autoencoder_inputs;
+#[cfg(not(target_arch = "wasm32"))]
+mod autoencoder_model;
+#[cfg(not(target_arch = "wasm32"))]
+mod autoencoder_supervised;
+#[cfg(not(target_arch = "wasm32"))]
 mod backend_choice;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
@@ -69,8 +75,9 @@ mod cli {
         Export(super::export::ExportArgs),
         /// Time one CD-1 training epoch on the CPU.
         Bench(super::bench::BenchArgs),
-        /// Train a sparse autoencoder (UFLDL) on image patches or MNIST; writes
-        /// autoencoder.json and filters.png into --out.
+        /// Train a sparse autoencoder or a stack of them (UFLDL) on image patches or MNIST,
+        /// optionally with a SoftMax and fine-tuning; writes model.json, filters.png and
+        /// AUTOENCODER.LOG into --out.
         Autoencoder(super::autoencoder::AutoencoderArgs),
         /// Create a wgpu device, run a kernel and compare it with the CPU reference.
         GpuCheck(super::gpu_check::GpuCheckArgs),

@@ -10,7 +10,8 @@ use crate::supervised_stage::error_text;
 use crate::train::write_activations;
 use clap::Args;
 use deepbelief::backend::cpu::CpuBackend;
-use deepbelief::format::{read_model, SavedDbn};
+use deepbelief::format::autoencoder::{read_model_file, ModelFile};
+use deepbelief::format::{model_file_path, SavedDbn};
 use deepbelief::report::atomic::AtomicFile;
 use deepbelief::report::classification::{write_predictions, ActivationSelection, Section};
 use deepbelief::supervised::confusion::predictions;
@@ -48,7 +49,10 @@ pub struct TestArgs {
 
 pub fn run(args: TestArgs) -> Result<(), String> {
     let output = Output { json: args.json };
-    let model = read_model(&args.model).map_err(|e| e.to_string())?;
+    let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
+        ModelFile::Dbn(model) => model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::test(&args, model, &model_file_path(&args.model).display().to_string()),
+    };
     if let Some(selection) = args.activations {
         check_selection(&model, selection)?;
     }
