@@ -157,6 +157,19 @@ for (const build of builds) {
         assert.ok(image.width > 1);
         assert.equal(await page.isDisabled('#ae-save-model'), false);
         assert.equal(await page.isDisabled('#family'), false, 'the family can change again once the run ended');
+
+        // Reset forgets the autoencoder: its views empty, Save model is off.
+        assert.equal(await page.isDisabled('#train-reset'), false, 'Reset is there for a trained autoencoder');
+        await page.click('#train-reset');
+        await page.waitForFunction(() => document.getElementById('ae-filters-canvas').width === 1 && document.getElementById('ae-save-model').disabled, null, { timeout: 30_000 });
+        assert.deepEqual(await page.evaluate(() => ({
+          reconstructions: document.getElementById('ae-reconstructions-canvas').width,
+          log: document.querySelectorAll('#ae-log li').length,
+          mean: document.getElementById('chart-ae-sparsity').dataset.mean ?? null,
+          points: document.getElementById('chart-ae-cost').dataset.points,
+          layers: [...document.querySelectorAll('#network-drawing g.layer')].map((g) => g.dataset.state),
+        })), { reconstructions: 1, log: 0, mean: null, points: '0', layers: ['done', 'pending', 'pending'] });
+        await assert.rejects(page.evaluate(() => window.app.rpc('ae_filters', { maxTiles: 25 })), /no autoencoder yet/);
         assert.deepEqual(problems, []);
       } finally {
         await page.close();

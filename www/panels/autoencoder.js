@@ -178,6 +178,9 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
     else backendStatus.textContent = `WebGPU adapter: ${gpu}${choice === 'auto' ? ' (Auto skips software adapters)' : ''}.`;
   }
   app.on('ready', showBackendChoice);
+  // The trained autoencoder's summary (the control bar's Reset asks for a model of either family).
+  app.autoencoderModel = null;
+  app.on('ae_model', ({ summary }) => { app.autoencoderModel = summary; });
   app.on('backend_shown', ({ text }) => { if (family === 'autoencoder') backendStatus.textContent = `Now: ${text}.`; });
   // No family switch while a run trains: the run belongs to one family.
   app.on('state', () => { familySelect.disabled = app.running; });
@@ -249,7 +252,7 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
     },
     openLayer(kind) {
       if (family !== 'autoencoder' || kind === 'inputs') return false;
-      reveal(kind === 'ae_output' ? 'rho' : 'hidden');
+      reveal(kind === 'ae_output' ? 'lambda' : 'hidden');
       return true;
     },
     update,

@@ -27,7 +27,7 @@ export function mountTraining(section, app, model) {
     buttons.stepBatch.disabled = !running || run?.stage === 'supervised' || run?.rbmDone;
     buttons.stepEpoch.disabled = buttons.stepBatch.disabled;
     buttons.cancel.disabled = !running;
-    buttons.reset.disabled = !ready || busy || (!app.model && !running);
+    buttons.reset.disabled = !ready || busy || (!app.model && !app.autoencoderModel && !running);
   }
 
   async function command(cmd, errorTarget = $('train-error')) {
@@ -239,6 +239,6 @@ export function mountTraining(section, app, model) {
     setProgress(0, `Model loaded: RBM stack ${sizes}${supervised}. Start trains a new one from scratch.`);
   });
   app.on('notice', ({ message }) => showText($('train-notice'), message));
-  for (const event of ['ready', 'data', 'model']) app.on(event, setButtons);
+  for (const event of ['ready', 'data', 'model', 'ae_model']) app.on(event, setButtons);
   setButtons();
 }

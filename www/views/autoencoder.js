@@ -78,21 +78,30 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
   logPanel.append(el('div', { className: 'view-controls' }, save, summary), saveError, log, logPanel.caption);
 
   let model = null;
+  // An answer for a model that went meanwhile (a new run, Reset) is not drawn.
   const refreshFilters = coalesce(async () => {
-    if (!model) return;
+    const asked = model;
+    if (!asked) return;
     try {
-      drawImage(filters.canvas, await app.rpc('ae_filters', { maxTiles: MAX_TILES }));
-      filters.note.textContent = `${Math.min(model.n_hidden, MAX_TILES)} of ${model.n_hidden} hidden units.`;
+      const image = await app.rpc('ae_filters', { maxTiles: MAX_TILES });
+      if (model !== asked) return;
+      drawImage(filters.canvas, image);
+      filters.note.textContent = `${Math.min(asked.n_hidden, MAX_TILES)} of ${asked.n_hidden} hidden units.`;
     } catch (error) {
+      if (model !== asked) return;
       filters.note.textContent = `Could not draw the filters: ${errorText(error)}`;
     }
   });
   const refreshReconstructions = coalesce(async () => {
-    if (!model) return;
+    const asked = model;
+    if (!asked) return;
     try {
-      drawImage(reconstructions.canvas, await app.rpc('ae_reconstructions', { count: RECONSTRUCTIONS }));
+      const image = await app.rpc('ae_reconstructions', { count: RECONSTRUCTIONS });
+      if (model !== asked) return;
+      drawImage(reconstructions.canvas, image);
       reconstructions.note.textContent = `The first ${RECONSTRUCTIONS} training digits.`;
     } catch (error) {
+      if (model !== asked) return;
       reconstructions.note.textContent = `Could not reconstruct: ${errorText(error)}`;
     }
   });
@@ -109,6 +118,10 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
     sparsity.clear();
     save.disabled = true;
     summary.textContent = 'No autoencoder yet.';
+    cost.build([]);
+    for (const key of ['first', 'last', 'iteration']) delete cost.box.dataset[key];
+    cost.heading.textContent = 'Cost J per iteration';
+    log.replaceChildren();
   }
 
   const positive = (v) => (Number.isFinite(v) && v > 0 ? v : null);
@@ -139,7 +152,6 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
     cost.build(TERMS.map((t) => ({ label: t.label, stroke: t.stroke })));
     cost.box.dataset.first = String(start.total);
     addCost(0, start);
-    log.replaceChildren();
     logLine(0, start, ' · the start');
   });
   app.on('ae_iteration', ({ iteration, cost: now, evaluations, seconds, stop, sparsity: rhoHat }) => {
@@ -148,21 +160,8 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
     logLine(iteration, now, ` · ${evaluations} evaluation${evaluations === 1 ? '' : 's'} · ${Number(seconds).toFixed(2)} s${stop ? ` · stopped: ${stop}` : ''}`);
     refreshAll();
   });
-  // A new run empties the cost curve before its first point.
-  app.on('state', ({ stage, running }) => {
-    if (running && stage === 'autoencoder' && !model) {
-      cost.build([]);
-      delete cost.box.dataset.first;
-      delete cost.box.dataset.last;
-      delete cost.box.dataset.iteration;
-      cost.heading.textContent = 'Cost J per iteration';
-    }
-  });
-  app.on('reset', () => {
-    clear();
-    cost.build([]);
-    log.replaceChildren();
-  });
+  // The model goes (a new run starts, or Reset): every view empties.
+  app.on('reset', () => clear());
   save.addEventListener('click', async () => {
     saveError.hidden = true;
     try {
