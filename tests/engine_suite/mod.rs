@@ -100,6 +100,9 @@ macro_rules! all_engine_checks {
             chains::chains_sample_the_exact_marginals,
             ais::ais_follows_cpu_run_for_run,
             ais::ais_estimates_the_exact_log_z,
+            autoencoder::autoencoder_cost_matches_loops_and_cpu,
+            autoencoder::autoencoder_lbfgs_follows_cpu_and_minimise,
+            autoencoder::autoencoder_device_loss_resumes_on_cpu,
         );
     };
 }

@@ -2,6 +2,7 @@
 //! measured, or why it failed.
 
 pub mod ais;
+pub mod autoencoder;
 pub mod chains;
 pub mod evaluate;
 pub mod operations;
