@@ -19,6 +19,7 @@ pub mod preset;
 pub mod report;
 pub mod rng;
 pub mod sample;
+pub mod sparse_coding;
 pub mod supervised;
 pub mod train;
 
