@@ -439,3 +439,45 @@ fn exact(point: &[f64], data: &[f32], v: usize, h: usize, settings: &CostSetting
     let squares: f64 = w1.iter().chain(&w2).map(|w| w * w).sum();
     (0.5 * squared / m + 0.5 * lambda * squares + beta * kl, gradient)
 }
+
+/// The stepwise L-BFGS awaiting the device cost (the page's path: `Lbfgs::iterate` over the
+/// `AsyncObjective` of `GpuCost`) takes the iterates of the sync `lbfgs::minimise` on the same
+/// device cost, bit for bit (the device is deterministic); and once the device is destroyed the
+/// iteration is interrupted, not stopped, with the state unchanged.
+#[test]
+fn the_awaited_device_cost_steps_lbfgs_as_the_blocking_one_minimises() {
+    use deepbelief::autoencoder::lbfgs::{IterationOutcome, Lbfgs};
+    let Some(ctx) = context() else { return };
+    let kernels = AutoencoderKernels::new(&ctx);
+    let (v, h, rows) = (64, 25, 300);
+    let x = data(rows, v, 41);
+    let start = model(v, h, 42).to_params();
+    let settings = LbfgsSettings { max_iterations: 6, ..LbfgsSettings::default() };
+    let mut blocking = GpuCost::new(&ctx, &kernels, v, h, &x, self::settings()).unwrap();
+    let mut minimised = start.clone();
+    let mut history = Vec::new();
+    let outcome = lbfgs::minimise(&mut blocking, &mut minimised, &settings, &mut |_, j| {
+        history.push(j);
+        true
+    })
+    .unwrap();
+    let mut awaited = GpuCost::new(&ctx, &kernels, v, h, &x, self::settings()).unwrap();
+    let mut state = pollster::block_on(Lbfgs::start(&mut awaited, start, &settings)).unwrap();
+    let mut stepped = Vec::new();
+    while let IterationOutcome::Iterated { value, .. } = pollster::block_on(state.iterate(&mut awaited)) {
+        stepped.push(value);
+    }
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&stepped), bits(&history), "J along the stepped run");
+    assert_eq!(bits(state.x()), bits(&minimised), "the stepped run's end");
+    assert_eq!(state.outcome(), outcome);
+
+    let mut lost = GpuCost::new(&ctx, &kernels, v, h, &x, self::settings()).unwrap();
+    let mut state = pollster::block_on(Lbfgs::start(&mut lost, model(v, h, 42).to_params(), &settings)).unwrap();
+    pollster::block_on(state.iterate(&mut lost));
+    let (point, iterations) = (state.x().to_vec(), state.iterations());
+    ctx.device.destroy();
+    assert_eq!(pollster::block_on(state.iterate(&mut lost)), IterationOutcome::Interrupted);
+    assert!(matches!(lost.last_error, Some(GpuCostError::Device(_))), "{:?}", lost.last_error);
+    assert_eq!((bits(state.x()), state.iterations(), state.stop()), (bits(&point), iterations, None));
+}
