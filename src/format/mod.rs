@@ -7,6 +7,7 @@
 
 pub mod autoencoder;
 pub mod model_json;
+pub mod sparse_coding;
 pub mod supervised;
 
 pub use model_json::{from_json, stop_reason_name, to_json, to_json_checked, LayerTraining, ModelFileError, SavedDbn, FORMAT_NAME, FORMAT_VERSION, RBM_FORMAT_NAME, RBM_FORMAT_VERSION};

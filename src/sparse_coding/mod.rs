@@ -13,7 +13,8 @@
 //!   sizes) and `coordinate_descent` (scikit-learn's `lasso_cd`, the CPU reference);
 //! - `basis_step`: projected gradient descent on `B`;
 //! - `fit`: alternating minimisation over the whole set or mini-batches;
-//! - `sparsity`: β for a target fraction of non-zero codes, by bisection.
+//! - `sparsity`: β for a target fraction of non-zero codes, by bisection;
+//! - `inputs`: natural-image patches centred and scaled for it.
 //!
 //! Every function takes the backend and plain slices (cases as rows), so a device path can
 //! provide the same steps through the engine.
@@ -24,6 +25,7 @@ pub mod codes;
 pub mod coordinate_descent;
 pub mod error;
 pub mod fit;
+pub mod inputs;
 pub mod products;
 pub mod raina;
 pub mod sparsity;

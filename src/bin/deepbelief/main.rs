@@ -23,6 +23,8 @@ mod export;
 #[cfg(not(target_arch = "wasm32"))]
 mod gpu_check;
 #[cfg(not(target_arch = "wasm32"))]
+mod grey_images;
+#[cfg(not(target_arch = "wasm32"))]
 mod input;
 #[cfg(not(target_arch = "wasm32"))]
 mod memory_limit;
@@ -34,6 +36,8 @@ mod output;
 mod progress;
 #[cfg(not(target_arch = "wasm32"))]
 mod sample;
+#[cfg(not(target_arch = "wasm32"))]
+mod sparse_coding;
 #[cfg(not(target_arch = "wasm32"))]
 mod supervised_args;
 #[cfg(not(target_arch = "wasm32"))]
@@ -79,6 +83,9 @@ mod cli {
         /// optionally with a SoftMax and fine-tuning; writes model.json, filters.png and
         /// AUTOENCODER.LOG into --out.
         Autoencoder(super::autoencoder::AutoencoderArgs),
+        /// Learn a sparse coding basis (L1, Raina et al. 2009) on image patches or MNIST;
+        /// writes sparse_coding.json and bases.png into --out.
+        SparseCoding(super::sparse_coding::SparseCodingArgs),
         /// Create a wgpu device, run a kernel and compare it with the CPU reference.
         GpuCheck(super::gpu_check::GpuCheckArgs),
     }
@@ -92,6 +99,7 @@ mod cli {
             Command::Export(args) => super::export::run(args),
             Command::Bench(args) => super::bench::run(args),
             Command::Autoencoder(args) => super::autoencoder::run(args),
+            Command::SparseCoding(args) => super::sparse_coding::run(args),
             Command::GpuCheck(args) => super::gpu_check::run(args),
         }
     }
