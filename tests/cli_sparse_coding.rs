@@ -132,3 +132,21 @@ fn a_damaged_file_is_refused_naming_the_field() {
     assert!(refuse(&document).contains("missing field `history`"), "{}", refuse(&document));
     assert!(from_json("f.json", "{").unwrap_err().contains("f.json: not a readable JSON file"));
 }
+
+/// `bench --sparse-coding` on a tiny shape (no timing judged): one JSON line per sparsity and
+/// solver, on the generated gratings, each with its β and objectives.
+#[test]
+fn the_table_4_bench_prints_a_json_line_per_sparsity_and_solver() {
+    let stdout = run_ok(&["bench", "--sparse-coding", "--cases", "200", "--patch", "6", "--bases", "16", "--coding-batch", "100", "--sparsities", "0.1,0.2", "--solvers", "raina,cd", "--json"]);
+    let rows: Vec<Value> = stdout.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))).collect();
+    let keys: Vec<(f64, &str)> = rows.iter().map(|r| (r["sparsity_target"].as_f64().unwrap(), r["solver"].as_str().unwrap())).collect();
+    assert_eq!(keys, [(0.1, "raina"), (0.1, "cd"), (0.2, "raina"), (0.2, "cd")]);
+    for row in &rows {
+        assert_eq!((row["cases"].as_u64(), row["inputs"].as_u64(), row["bases"].as_u64(), row["batch"].as_u64()), (Some(200), Some(36), Some(16), Some(100)));
+        assert_eq!(row["data"], "gratings");
+        let (objective, stored) = (row["objective"].as_f64().unwrap(), row["objective_stored"].as_f64().unwrap());
+        assert!(objective > 0.0 && objective <= stored * (1.0 + 1e-6), "{row}");
+        assert!(row["seconds"].as_f64().unwrap() > 0.0);
+    }
+    assert!(run_fails(&["bench", "--sparse-coding", "--sparsities", "0"]).contains("--sparsities has 0"));
+}

@@ -69,6 +69,8 @@ pub struct BenchArgs {
     /// and weights (fields J_cpu, J_relative_difference).
     #[arg(long, value_name = "V", default_value_t = 1024)]
     pub check_up_to: usize,
+    #[command(flatten)]
+    pub sparse_coding: crate::bench_sparse_coding::SparseCodingBenchArgs,
     /// Print the report as one JSON object on the last line of standard output (with
     /// --autoencoder, one JSON object per line, each size and variant).
     #[arg(long)]
@@ -100,6 +102,9 @@ fn run_autoencoder(args: &BenchArgs, output: Output) -> Result<(), String> {
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let output = Output { json: args.json };
+    if args.sparse_coding.sparse_coding {
+        return crate::bench_sparse_coding::run(&args.sparse_coding, args.cases, output);
+    }
     if args.autoencoder {
         return run_autoencoder(&args, output);
     }
