@@ -195,7 +195,7 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
   app.on('ae_iteration', ({ iteration, iterations, cost, seconds, stop }) => {
     planned = iterations ?? planned;
     const time = Number.isFinite(seconds) ? ` · ${seconds.toFixed(2)} s` : '';
-    app.emit('run_progress', { fraction: Math.min(1, iteration / planned), text: `Iteration ${iteration} / ${planned} · ${costText(cost)}${time}${stop ? ` · stopped: ${stop}` : ''}` });
+    app.emit('run_progress', { fraction: Math.min(1, iteration / planned), text: `Iteration ${iteration} / ${planned} · ${costText(cost)}${time}${stop ? ` · stopped: ${String(stop).replace(/_/g, ' ')}` : ''}` });
   });
   // One Step is one iteration here; mini-batch steps are the DBN's.
   const stepButton = document.getElementById('train-step-epoch');

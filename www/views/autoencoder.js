@@ -47,7 +47,7 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
   const filters = picture(pictures, {
     hideKey: 'ae_filters', heading: 'What each hidden unit detects',
     help: 'Filters: each tile is one hidden unit\'s encoder weights (a column of W1) drawn over the image.',
-    caption: 'Each tile is one hidden unit: its weight from every pixel (a column of W1), each tile to its own scale. Light pixels turn the unit on, dark ones off. Noise at first, then pen strokes.',
+    caption: 'Each tile is one hidden unit: its weight from every pixel (a column of W1), each tile to its own scale. Light pixels turn the unit on, dark ones off. Noise at first, then strokes and pieces of digits.',
     label: 'Encoder weights of the hidden units, one tile each', note: 'Press Start to see the filters form.',
   });
   const reconstructions = picture(pictures, {
@@ -157,7 +157,7 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
   app.on('ae_iteration', ({ iteration, cost: now, evaluations, seconds, stop, sparsity: rhoHat }) => {
     if (rhoHat) sparsity.draw(rhoHat);
     addCost(iteration, now);
-    logLine(iteration, now, ` · ${evaluations} evaluation${evaluations === 1 ? '' : 's'} · ${Number(seconds).toFixed(2)} s${stop ? ` · stopped: ${stop}` : ''}`);
+    logLine(iteration, now, ` · ${evaluations} evaluation${evaluations === 1 ? '' : 's'} · ${Number(seconds).toFixed(2)} s${stop ? ` · stopped: ${String(stop).replace(/_/g, ' ')}` : ''}`);
     refreshAll();
   });
   // The model goes (a new run starts, or Reset): every view empties.
