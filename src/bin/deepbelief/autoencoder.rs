@@ -60,8 +60,8 @@ pub struct AutoencoderArgs {
     /// --images: the side of the square patches.
     #[arg(long, value_name = "PIXELS", default_value_t = 8)]
     pub patch: usize,
-    /// --images: patches sampled; IDX files: the first this many images of each file (before
-    /// --classes / --unlabelled-classes pick among them).
+    /// --images: patches sampled; --mnist and --unlabelled: the first this many images of each
+    /// (before --classes / --unlabelled-classes pick among them).
     #[arg(long, visible_alias = "cases", value_name = "N", default_value_t = 10_000)]
     pub patches: usize,
     /// Hidden units of a single autoencoder [default: 25 with --images, 196 with --mnist].
