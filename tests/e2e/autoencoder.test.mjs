@@ -179,9 +179,12 @@ for (const build of builds) {
 }
 
 test('a bad value in the link names its field; Start refuses it (single-threaded build)', async () => {
-  const { page, problems } = await openPage(builds[1], 'family=autoencoder&hidden=25&rho=2&iterations=5&cases=500');
+  const { page, problems } = await openPage(builds[1], 'family=autoencoder&hidden=25&rho=2&iterations=5&cases=500&family_hide=1');
   try {
     await waitReady(page);
+    // family_hide: an embed fixes the family; its settings still show.
+    assert.equal(await shown(page, '#family'), false);
+    assert.ok(await shown(page, '#ae-hidden'));
     assert.equal(await page.inputValue('#ae-rho'), '2', 'the bad value stays where it can be fixed');
     const error = await page.textContent('#ae-rho-error');
     assert.ok(await shown(page, '#ae-rho-error'));
@@ -239,6 +242,13 @@ test('the family and its settings live in the hash and survive a reload; the DBN
     await page.waitForFunction(() => document.querySelector('#network-drawing svg')?.dataset.layers === '784,36,784');
     const config = await page.evaluate(() => window.app.settings());
     assert.deepEqual(config, { family: 'autoencoder', autoencoder: { seed: 1, hidden: 36, rho: 0.1, lambda: 0.003, beta: 3, method: 'sgd', iterations: 7, cases: 2000, backend: 'cpu', batch_size: 100, learning_rate: 0.5, momentum: 0.9 } });
+    // SGD trains too: one epoch an iteration.
+    await page.click('#train-start');
+    const run = await waitFinished(page, 180_000);
+    assert.equal(run.finished, 'done', `${run.status} ${run.notice}`);
+    const chart = await page.$eval('#chart-ae-cost', (box) => ({ ...box.dataset }));
+    assert.equal(chart.iteration, '7');
+    assert.ok(Number(chart.last) < Number(chart.first), `SGD: J went from ${chart.first} to ${chart.last}`);
 
     // Back to the DBN: its settings and views return, the link drops the family.
     await page.selectOption('#family', 'dbn');
