@@ -49,7 +49,7 @@ fn a_fine_tuned_stack_classifies_digits_and_test_eval_export_read_it() {
     let (test_images, test_labels) = slice("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", 1000, "ae-stack-test");
     let out = temp_dir("ae-stack");
     let summary = last_json(&run_ok(&[
-        "autoencoder", "--mnist", s(&train_images), "--labels", s(&train_labels), "--layers", "64,32", "--iterations", "30",
+        "autoencoder", "--mnist", s(&train_images), "--labels", s(&train_labels), "--layers", "64,32", "--iterations", "60",
         "--supervised-iterations", "50", "--fine-tune", "--fine-tune-iterations", "60",
         "--test-images", s(&test_images), "--test-labels", s(&test_labels), "--out", s(&out), "--json",
     ]));
