@@ -166,6 +166,19 @@ async function mountOptional(path, exportName, element) {
 const layout = mountLayout();
 // A family switch shows other panels: the columns and pictures fit again.
 app.on('family', () => layout.update());
+// The worker hears which family shows (a fresh worker too): the DBN's chains and dream pause
+// while the autoencoder does. body[data-dbn-sampling] is 'paused' or 'running' once it answered.
+async function tellFamily() {
+  const family = app.family;
+  try {
+    const { samplingPaused } = await app.rpc('showFamily', { family });
+    if (family === app.family) document.body.dataset.dbnSampling = samplingPaused ? 'paused' : 'running';
+  } catch (error) {
+    app.emit('notice', { message: `The engine did not hear the family change: ${error.message}` });
+  }
+}
+app.on('ready', tellFamily);
+app.on('family', tellFamily);
 Promise.all([
   mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') }),
   mountOptional('./views/network.js', 'mountNetwork', $('network-drawing')),

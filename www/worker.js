@@ -165,6 +165,13 @@ const core = {
   async status() {
     return { running: anyRun(), paused: training.paused() || autoencoder.paused(), runtime, webgpu };
   },
+  // The family the page shows: the DBN's Gibbs chains and dream, hidden while the autoencoder
+  // is shown, pause there (no work, no frames) and go on where they were when the DBN is back.
+  async showFamily({ family }) {
+    const held = family === 'autoencoder';
+    await commands.live_hold?.({ held });
+    return { family, samplingPaused: held };
+  },
 };
 
 // Files commands that www/worker/views.js (storage) may replace with its own.

@@ -2,8 +2,9 @@
 // its settings and views (and hides the DBN's), trains live (J falls, the filters change, the
 // mean ρ̂ moves toward ρ, reconstructions are drawn, the network shows 784 → hidden → 784),
 // Pause stops the iterations and Step adds one, Cancel keeps the model, Save model downloads
-// it; a bad value in the link names its field; the settings survive a reload; and (threaded
-// build) WebGPU starts from the CPU's cost.
+// it; a DBN's chains and dream pause in the worker while the autoencoder is shown; a bad value
+// in the link names its field; the settings survive a reload; and (threaded build) WebGPU
+// starts from the CPU's cost.
 import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { builds, closeAll, openPage, waitReady, waitFinished, canvasStats, screenshot } from './lib.mjs';
@@ -44,6 +45,8 @@ for (const build of builds) {
         await waitReady(page);
         // The family and its settings from the link; the DBN's settings and views are hidden.
         assert.equal(await page.inputValue('#family'), 'autoencoder');
+        // The worker heard it: DBN chains a restored model would start stay paused.
+        await page.waitForFunction(() => document.body.dataset.dbnSampling === 'paused', null, { timeout: 10_000 });
         assert.equal(await page.inputValue('#ae-hidden'), '25');
         assert.equal(await page.inputValue('#ae-iterations'), '5');
         assert.equal(await page.inputValue('#ae-cases'), '500');
@@ -175,6 +178,55 @@ for (const build of builds) {
         await page.close();
       }
     });
+  });
+}
+
+// Every `samples` and `dream` frame the worker posts from now on, with its step count.
+async function recordLiveFrames(page) {
+  await page.evaluate(() => {
+    window.liveFrames = { samples: [], dream: [] };
+    for (const kind of ['samples', 'dream']) window.app.on(kind, ({ steps, error }) => { if (!error) window.liveFrames[kind].push(steps); });
+  });
+}
+const liveFrames = (page) => page.evaluate(() => ({ samples: [...window.liveFrames.samples], dream: [...window.liveFrames.dream] }));
+
+for (const build of builds) {
+  test(`${build.name} build: a DBN's Gibbs chains and dream pause in the worker while the autoencoder is shown, and go on where they were when the DBN is back`, async () => {
+    const { page, problems } = await openPage(build, 'layers=32&epochs=1&init_trials=1&supervised=0&backend=cpu&monitor_cases=200&chain_speed=200&chain_every=5&dream_speed=200&dream_every=5');
+    try {
+      await waitReady(page);
+      assert.equal(await page.evaluate(() => document.body.dataset.dbnSampling), 'running');
+      await page.click('#train-start');
+      const run = await waitFinished(page, 120_000);
+      assert.equal(run.finished, 'done', `${run.status} ${run.notice}`);
+      await recordLiveFrames(page);
+      await page.waitForFunction(() => window.liveFrames.samples.length >= 3 && window.liveFrames.dream.length >= 3, null, { timeout: 30_000 });
+      // The visitor pauses the dream by hand: coming back must not start it again.
+      await page.click('#dream-pause');
+      await sleep(500);
+
+      await page.selectOption('#family', 'autoencoder');
+      await page.waitForFunction(() => document.body.dataset.dbnSampling === 'paused', null, { timeout: 10_000 });
+      // A frame already being drawn when the worker heard may still arrive.
+      await sleep(500);
+      const atPause = await liveFrames(page);
+      await sleep(2500);
+      const later = await liveFrames(page);
+      assert.equal(later.samples.length, atPause.samples.length, `chain frames went on while the autoencoder was shown: ${JSON.stringify(later.samples.slice(atPause.samples.length, atPause.samples.length + 5))}`);
+      assert.equal(later.dream.length, atPause.dream.length, 'dream frames went on while the autoencoder was shown');
+
+      await page.selectOption('#family', 'dbn');
+      await page.waitForFunction(() => document.body.dataset.dbnSampling === 'running', null, { timeout: 10_000 });
+      await page.waitForFunction((n) => window.liveFrames.samples.length >= n + 3, atPause.samples.length, { timeout: 30_000 });
+      const back = await liveFrames(page);
+      // The same chains, 5 steps a frame from where they stopped, not restarted.
+      assert.deepEqual(back.samples.slice(atPause.samples.length, atPause.samples.length + 3), [1, 2, 3].map((k) => atPause.samples.at(-1) + 5 * k));
+      assert.equal(back.dream.length, atPause.dream.length, 'the dream the visitor paused stays paused');
+      assert.equal(await page.textContent('#dream-pause'), 'Resume');
+      assert.deepEqual(problems, []);
+    } finally {
+      await page.close();
+    }
   });
 }
 

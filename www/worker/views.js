@@ -21,6 +21,14 @@ class LiveLoop {
     this.timer = null;
     this.running = false;
     this.generation = 0;
+    // Held while the page shows the other model family: no ticks whatever the speed; let go,
+    // the chain goes on where it was.
+    this.held = false;
+  }
+
+  hold(held) {
+    this.held = held;
+    this.schedule(0);
   }
 
   configure({ every, speed }) {
@@ -45,7 +53,7 @@ class LiveLoop {
   schedule(delay) {
     clearTimeout(this.timer);
     this.timer = null;
-    if (!this.running || this.speed === 0) return;
+    if (!this.running || this.speed === 0 || this.held) return;
     this.timer = setTimeout(() => this.tick(), Math.max(MIN_TICK_MS, delay));
   }
 
@@ -151,6 +159,13 @@ export function viewCommands(ctx) {
     async chains_stop() {
       chains.stop();
       return { running: false };
+    },
+
+    // While the page shows the autoencoder the DBN's chains and dream are hidden: they wait.
+    async live_hold({ held = true } = {}) {
+      chains.hold(held);
+      dream.hold(held);
+      return { held };
     },
 
     async dream_start({ seed = 1, every, speed } = {}) {
