@@ -321,7 +321,7 @@ pub fn fine_tune(
     let mut view = stack.dbn_view();
     let n_inputs = view.layers.first().ok_or_else(|| SupervisedError::Data("the stack has no layers".into()))?.n_visible;
     let n_outputs = net.n_outputs();
-    if inputs.is_empty() || inputs.len() % n_inputs != 0 || targets.len() != inputs.len() / n_inputs * n_outputs {
+    if inputs.is_empty() || !inputs.len().is_multiple_of(n_inputs) || targets.len() != inputs.len() / n_inputs * n_outputs {
         return Err(SupervisedError::Data(format!("{} input values and {} target values do not make whole cases of {n_inputs} inputs and {n_outputs} targets", inputs.len(), targets.len())));
     }
     let mut complete = complete_network(&view, net);

@@ -582,8 +582,8 @@ pub fn format_name(text: &str) -> Option<String> {
 /// A model file of either family.
 #[derive(Clone, Debug)]
 pub enum ModelFile {
-    Dbn(super::SavedDbn),
-    Autoencoder(SavedAutoencoder),
+    Dbn(Box<super::SavedDbn>),
+    Autoencoder(Box<SavedAutoencoder>),
 }
 
 /// Reads `path` (or `path/model.json` for a folder) as a DBN or an autoencoder stack, by its
@@ -594,7 +594,7 @@ pub fn read_model_file(path: &std::path::Path) -> Result<ModelFile, ModelFileErr
     let source_name = file.display().to_string();
     let text = std::fs::read_to_string(&file).map_err(|e| ModelFileError { source_name: source_name.clone(), message: format!("cannot read the model file ({e})") })?;
     match format_name(&text) {
-        Some(name) if name.starts_with(FORMAT_FAMILY) => from_json(&source_name, &text).map(ModelFile::Autoencoder),
-        _ => super::from_json(&source_name, &text).map(ModelFile::Dbn),
+        Some(name) if name.starts_with(FORMAT_FAMILY) => from_json(&source_name, &text).map(|model| ModelFile::Autoencoder(Box::new(model))),
+        _ => super::from_json(&source_name, &text).map(|model| ModelFile::Dbn(Box::new(model))),
     }
 }

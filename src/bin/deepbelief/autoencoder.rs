@@ -255,7 +255,7 @@ pub fn run(args: AutoencoderArgs) -> Result<(), String> {
     let sizes: Vec<String> = std::iter::once(width).chain(layers.iter().map(|l| l.n_hidden)).map(|n| n.to_string()).collect();
     output.text(&format!("sparse autoencoders {} on {} cases, {:?} on {}", sizes.join("-"), data.pretraining.cases(), args.method, engine.describe()));
     let mut progress = |layer: usize, iteration: usize, value: f64| {
-        if iteration % 50 == 0 {
+        if iteration.is_multiple_of(50) {
             output.text(&format!("  layer {} iteration {iteration}: J {value:.6}", layer + 1));
         }
         true

@@ -106,7 +106,7 @@ pub fn run(backend: &dyn Backend, stack: &mut AutoencoderStack, train: &Images, 
 
     let progress = |stage: &'static str| {
         move |iteration: usize, value: f64| {
-            if iteration % 25 == 0 {
+            if iteration.is_multiple_of(25) {
                 output.text(&format!("  {stage} {iteration}: criterion {value:.6}"));
             }
             true

@@ -73,8 +73,8 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
         return Err("--max-cases is 0, expected at least 1 case".into());
     }
     let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
-        ModelFile::Dbn(model) => model,
-        ModelFile::Autoencoder(model) => return crate::autoencoder_model::eval(&args, model, &model_file_path(&args.model).display().to_string()),
+        ModelFile::Dbn(model) => *model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::eval(&args, *model, &model_file_path(&args.model).display().to_string()),
     };
     let all = load_model_input(&args.images, &model, "--images")?;
     let data = all.subset(&spread_cases(all.n_cases, args.max_cases.unwrap_or(usize::MAX)));

@@ -23,8 +23,8 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
-        ModelFile::Dbn(model) => model,
-        ModelFile::Autoencoder(model) => return crate::autoencoder_model::export(&args, model),
+        ModelFile::Dbn(model) => *model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::export(&args, *model),
     };
     write_npz(&args.npz, &model)?;
     let shapes: Vec<String> = model.dbn.layers.iter().enumerate().map(|(k, l)| format!("W{} {}×{}", k + 1, l.n_visible, l.n_hidden)).collect();

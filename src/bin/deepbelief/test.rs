@@ -50,8 +50,8 @@ pub struct TestArgs {
 pub fn run(args: TestArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     let model = match read_model_file(&args.model).map_err(|e| e.to_string())? {
-        ModelFile::Dbn(model) => model,
-        ModelFile::Autoencoder(model) => return crate::autoencoder_model::test(&args, model, &model_file_path(&args.model).display().to_string()),
+        ModelFile::Dbn(model) => *model,
+        ModelFile::Autoencoder(model) => return crate::autoencoder_model::test(&args, *model, &model_file_path(&args.model).display().to_string()),
     };
     if let Some(selection) = args.activations {
         check_selection(&model, selection)?;
