@@ -81,8 +81,9 @@ pub struct SparseCodingBenchRow {
     /// basis; and with each patch's codes from the pass.
     pub objective: f64,
     pub objective_stored: f64,
-    /// Of the codes from the pass.
+    /// The fraction of non-zero codes: fresh (as `objective`), and from the pass.
     pub nonzero_fraction: f64,
+    pub nonzero_fraction_stored: f64,
     /// Iterations (Raina) or sweeps (coordinate descent) per case: mean over the batches of
     /// their means, and the most.
     pub code_iterations_mean: f64,
@@ -183,7 +184,8 @@ pub fn bench_cpu(data: &[f32], settings: &SparseCodingBenchSettings, data_name: 
                 seconds_basis: report.batches.iter().map(|b| b.seconds_basis).sum(),
                 objective: solved.total,
                 objective_stored: stored.total,
-                nonzero_fraction: stored.nonzero_fraction,
+                nonzero_fraction: solved.nonzero_fraction,
+                nonzero_fraction_stored: stored.nonzero_fraction,
                 code_iterations_mean: report.batches.iter().map(|b| b.codes.iterations_mean).sum::<f64>() / batches,
                 code_iterations_max: report.batches.iter().map(|b| b.codes.iterations_max).max().unwrap_or(0),
                 unconverged: report.batches.iter().map(|b| b.codes.unconverged).sum(),

@@ -123,8 +123,9 @@ fn check(saved: &SavedSparseCoding) -> Result<(), String> {
         finite(format!("history[{i}].objective.reconstruction"), pass.objective.reconstruction)?;
     }
     for (i, batch) in saved.batches.iter().enumerate() {
-        finite(format!("batches[{i}].after_codes.total"), batch.after_codes.total)?;
-        finite(format!("batches[{i}].after_basis.total"), batch.after_basis.total)?;
+        finite(format!("batches[{i}].objective_after_codes"), batch.objective_after_codes)?;
+        finite(format!("batches[{i}].objective_after_basis"), batch.objective_after_basis)?;
+        finite(format!("batches[{i}].codes.objective"), batch.codes.objective)?;
     }
     Ok(())
 }

@@ -61,17 +61,21 @@ pub struct CodeStepReport {
     pub iterations_max: usize,
     /// Cases that reached the iteration limit before the stopping rule.
     pub unconverged: usize,
+    /// The cases' objective after the step, as the solver tracked it in `f64` (Raina: from the
+    /// changes of its steps; coordinate descent: from `BᵀB a` and `Bᵀx`).
+    pub objective: f64,
 }
 
 impl CodeStepReport {
-    /// From each case's iterations and whether it met the stopping rule.
-    pub fn from_cases(cases: &[(usize, bool)]) -> CodeStepReport {
+    /// From each case's iterations, whether it met the stopping rule, and its objective.
+    pub fn from_cases(cases: &[(usize, bool, f64)]) -> CodeStepReport {
         let total: usize = cases.iter().map(|c| c.0).sum();
         CodeStepReport {
             cases: cases.len(),
             iterations_mean: total as f64 / cases.len().max(1) as f64,
             iterations_max: cases.iter().map(|c| c.0).max().unwrap_or(0),
             unconverged: cases.iter().filter(|c| !c.1).count(),
+            objective: cases.iter().map(|c| c.2).sum(),
         }
     }
 }

@@ -54,7 +54,7 @@ pub fn solve(backend: &dyn Backend, basis: &Basis, data: &[f32], beta: f64, sett
     let (k, n) = (basis.n_inputs, basis.n_bases);
     let q: Vec<f64> = gram(backend, basis).into_iter().map(f64::from).collect();
     let c = correlations(backend, basis, data);
-    let outcome: Vec<(usize, bool)> = codes
+    let outcome: Vec<(usize, bool, f64)> = codes
         .par_chunks_mut(n)
         .zip(c.par_chunks(n))
         .zip(data.par_chunks(k))
@@ -73,8 +73,8 @@ pub fn solve(backend: &dyn Backend, basis: &Basis, data: &[f32], beta: f64, sett
     Ok(CodeStepReport::from_cases(&outcome))
 }
 
-/// One case from `a`: the sweeps done and whether the gap met the tolerance.
-fn solve_case(q: &[f64], c: &[f64], x_norm2: f64, beta: f64, settings: &CdSettings, a: &mut [f64], h: &mut [f64]) -> (usize, bool) {
+/// One case from `a`: the sweeps done, whether the gap met the tolerance, and the objective.
+fn solve_case(q: &[f64], c: &[f64], x_norm2: f64, beta: f64, settings: &CdSettings, a: &mut [f64], h: &mut [f64]) -> (usize, bool, f64) {
     let n = c.len();
     h.fill(0.0);
     for j in 0..n {
@@ -101,11 +101,22 @@ fn solve_case(q: &[f64], c: &[f64], x_norm2: f64, beta: f64, settings: &CdSettin
         }
         if largest == 0.0 || largest_change / largest < settings.tolerance || sweep == settings.max_sweeps {
             if duality_gap(a, h, c, x_norm2, beta) < gap_tolerance {
-                return (sweep, true);
+                return (sweep, true, case_objective(a, h, c, x_norm2, beta));
             }
         }
     }
-    (settings.max_sweeps, false)
+    (settings.max_sweeps, false, case_objective(a, h, c, x_norm2, beta))
+}
+
+/// `½‖x − Ba‖² + β‖a‖₁ = ½(‖x‖² + aᵀh − 2aᵀc) + β‖a‖₁` with `h = Qa`.
+fn case_objective(a: &[f64], h: &[f64], c: &[f64], x_norm2: f64, beta: f64) -> f64 {
+    let (mut a_dot_h, mut a_dot_c, mut l1) = (0.0f64, 0.0f64, 0.0f64);
+    for j in 0..a.len() {
+        a_dot_h += a[j] * h[j];
+        a_dot_c += a[j] * c[j];
+        l1 += a[j].abs();
+    }
+    0.5 * (x_norm2 + a_dot_h - 2.0 * a_dot_c) + beta * l1
 }
 
 /// `h += s·row`.

@@ -113,7 +113,7 @@ pub fn solve(backend: &dyn Backend, basis: &Basis, data: &[f32], beta: f64, sett
     let objective = case_objectives(backend, basis, data, codes, beta);
     let mut running = Running { cases: (0..rows).collect(), codes: codes.to_vec(), correlations: correlations(backend, basis, data), gradient: vec![0.0; rows * n], objective };
     refresh_gradient(backend, &q, n, &mut running);
-    let mut outcome = vec![(settings.max_iterations, false); rows];
+    let mut outcome = vec![(settings.max_iterations, false, 0.0f64); rows];
     let (mut direction, mut q_direction) = (vec![0.0f32; rows * n], vec![0.0f32; rows * n]);
     for iteration in 1..=settings.max_iterations {
         if running.cases.is_empty() {
@@ -144,7 +144,7 @@ pub fn solve(backend: &dyn Backend, basis: &Basis, data: &[f32], beta: f64, sett
             let case = running.cases[row];
             if stop || iteration == settings.max_iterations {
                 codes[case * n..(case + 1) * n].copy_from_slice(&running.codes[row * n..(row + 1) * n]);
-                outcome[case] = (iteration, stop);
+                outcome[case] = (iteration, stop, running.objective[row]);
             }
         }
         let keep: Vec<bool> = stopped.iter().map(|s| !s).collect();

@@ -65,8 +65,8 @@ pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, output: Output) -
     let data = bench_patches(&images, settings.patch, settings.cases).map_err(|e| format!("--sparse-coding: {e}"))?;
     let print = |r: &SparseCodingBenchRow| {
         output.text(&format!(
-            "sparse coding {} × {}, {} bases, batches of {}, {:.0}% target (β {:.4}), {}: {:.2} s per pass ({:.2} codes + {:.2} basis), objective {:.4} ({:.4} with the pass's codes), {:.2}% non-zero, code iterations {:.1} (most {}), basis iterations {:.1}; {}",
-            r.cases, r.inputs, r.bases, r.batch, 100.0 * r.sparsity_target, r.beta, r.solver, r.seconds, r.seconds_codes, r.seconds_basis, r.objective, r.objective_stored, 100.0 * r.nonzero_fraction, r.code_iterations_mean, r.code_iterations_max, r.basis_iterations_mean, r.device
+            "sparse coding {} × {}, {} bases, batches of {}, {:.0}% target (β {:.4}), {}: {:.2} s per pass ({:.2} codes + {:.2} basis), objective {:.4} ({:.4} with the pass's codes), {:.2}% non-zero ({:.2}%), code iterations {:.1} (most {}), basis iterations {:.1}; {}",
+            r.cases, r.inputs, r.bases, r.batch, 100.0 * r.sparsity_target, r.beta, r.solver, r.seconds, r.seconds_codes, r.seconds_basis, r.objective, r.objective_stored, 100.0 * r.nonzero_fraction, 100.0 * r.nonzero_fraction_stored, r.code_iterations_mean, r.code_iterations_max, r.basis_iterations_mean, r.device
         ));
         if output.json {
             // Each row as it is measured: a run cut short keeps what it has.
