@@ -9,36 +9,54 @@ const PREVIEW_BOX = { width: 480, height: 360 };
 const SIZE_LIMITS = { min: 200, max: 4000 };
 // Test hooks of main.js: never part of a link someone else opens.
 const TEST_HOOKS = ['simulate_gpu_loss', 'max_fetch_bytes'];
-// Everything below the fold; when all of it is hidden, so is the fold's heading.
-const BELOW_FOLD = ['charts', 'reconstructions', 'histograms', 'dream', 'results', 'storage', 'epoch_log'];
+// Per model family: everything below the fold (when all of it is hidden, so is the fold's
+// heading) and the charts of the headline panel that have no option of their own (when all
+// of them are hidden, so is the panel, and its column can close up).
+const FAMILY_PARTS = {
+  dbn: { belowFold: ['charts', 'reconstructions', 'histograms', 'dream', 'results', 'storage', 'epoch_log'], headline: [] },
+  autoencoder: { belowFold: ['ae_log'], headline: ['chart_ae_cost', 'chart_ae_sparsity'] },
+};
 
 // What an embed can show. `keys`: the hide flags an unchecked option sets; `children`: finer
-// options, meaningful only while the parent is shown.
+// options, meaningful only while the parent is shown; `family`: the model family whose page
+// has the part (none: both). The builder lists the options of the family the page shows.
 const EMBED_OPTIONS = [
   { id: 'header', label: 'Title bar', keys: ['header'], tip: 'The dark bar with the title and the engine status line.' },
   {
     id: 'training', label: 'Training buttons', keys: ['training'], tip: 'The control bar: Start, Pause and the others, with the run progress.',
     children: [
-      { id: 'steps', label: 'Step buttons', keys: ['step_batch', 'step_epoch'], tip: 'Step batch and Step epoch: train one mini-batch or one epoch at a time.' },
+      { id: 'steps', family: 'dbn', label: 'Step buttons', keys: ['step_batch', 'step_epoch'], tip: 'Step batch and Step epoch: train one mini-batch or one epoch at a time.' },
+      { id: 'ae_step', family: 'autoencoder', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one iteration at a time.' },
       { id: 'cancel_reset', label: 'Cancel and Reset', keys: ['cancel', 'reset'], tip: 'Cancel stops a run; Reset forgets the model.' },
     ],
   },
   { id: 'data', label: 'Data panel', keys: ['data'], tip: 'Choosing and loading the data, the held-out fraction, the class balance.' },
-  { id: 'network', label: 'Network drawing', keys: ['network'], tip: 'The drawing of the stack of layers.' },
-  { id: 'model', label: 'Settings form', keys: ['model'], tip: 'Every model and training setting. Hidden, the embed trains with the settings of this link.' },
-  { id: 'samples', label: 'Gibbs samples', keys: ['samples'], tip: 'The Gibbs chains: what the model generates.' },
-  { id: 'filters', label: 'Receptive fields (filters)', keys: ['filters'], tip: 'The weights of the hidden units, drawn as images.' },
-  { id: 'headline', label: 'Headline charts', keys: ['headline'], tip: 'The charts next to the pictures on the first screen.' },
-  { id: 'charts', label: 'More charts (below the fold)', keys: ['charts'], tip: 'The full set of training charts below the first screen.' },
-  { id: 'reconstructions', label: 'Reconstructions', keys: ['reconstructions'], tip: 'Data cases beside their reconstructions through the stack.' },
-  { id: 'histograms', label: 'Hidden activations', keys: ['histograms'], tip: 'Histograms of the hidden units’ activations.' },
-  { id: 'dream', label: 'Dream', keys: ['dream'], tip: 'One long Gibbs chain, shown as it wanders.' },
-  { id: 'results', label: 'Supervised results', keys: ['results'], tip: 'Accuracy and the confusion matrix. Hidden, the embed also turns the supervised stage off.' },
-  { id: 'storage', label: 'Save and load', keys: ['storage'], tip: 'Downloading and uploading models and logs.' },
-  { id: 'epoch_log', label: 'Epoch log', keys: ['epoch_log'], tip: 'The text log, one line per epoch.' },
-  { id: 'about', label: 'Introduction text', keys: ['about'], tip: 'The explanation of deep belief nets under the page.' },
+  { id: 'network', label: 'Network drawing', keys: ['network'], tip: 'The drawing of the network\'s layers.' },
+  {
+    id: 'model', label: 'Settings form', keys: ['model'], tip: 'Every model and training setting. Hidden, the embed trains with the settings of this link.',
+    children: [
+      { id: 'family', label: 'Model family choice', keys: ['family'], tip: 'The choice between the deep belief net and the sparse autoencoder. Hidden, the embed keeps the family of this link.' },
+    ],
+  },
+  { id: 'samples', family: 'dbn', label: 'Gibbs samples', keys: ['samples'], tip: 'The Gibbs chains: what the model generates.' },
+  { id: 'filters', family: 'dbn', label: 'Receptive fields (filters)', keys: ['filters'], tip: 'The weights of the hidden units, drawn as images.' },
+  { id: 'ae_filters', family: 'autoencoder', label: 'Filters', keys: ['ae_filters'], tip: 'Each hidden unit\'s encoder weights, drawn as an image.' },
+  { id: 'ae_reconstructions', family: 'autoencoder', label: 'Reconstructions', keys: ['ae_reconstructions'], tip: 'Digits from the data above what the autoencoder gives back.' },
+  { id: 'chart_ae_cost', family: 'autoencoder', label: 'Cost curve', keys: ['chart_ae_cost'], tip: 'The cost J and its three terms, per iteration.' },
+  { id: 'chart_ae_sparsity', family: 'autoencoder', label: 'ρ̂ plot', keys: ['chart_ae_sparsity'], tip: 'Each hidden unit\'s mean activation ρ̂ against the target ρ.' },
+  { id: 'headline', family: 'dbn', label: 'Headline charts', keys: ['headline'], tip: 'The charts next to the pictures on the first screen.' },
+  { id: 'charts', family: 'dbn', label: 'More charts (below the fold)', keys: ['charts'], tip: 'The full set of training charts below the first screen.' },
+  { id: 'reconstructions', family: 'dbn', label: 'Reconstructions', keys: ['reconstructions'], tip: 'Data cases beside their reconstructions through the stack.' },
+  { id: 'histograms', family: 'dbn', label: 'Hidden activations', keys: ['histograms'], tip: 'Histograms of the hidden units’ activations.' },
+  { id: 'dream', family: 'dbn', label: 'Dream', keys: ['dream'], tip: 'One long Gibbs chain, shown as it wanders.' },
+  { id: 'results', family: 'dbn', label: 'Supervised results', keys: ['results'], tip: 'Accuracy and the confusion matrix. Hidden, the embed also turns the supervised stage off.' },
+  { id: 'storage', family: 'dbn', label: 'Save and load', keys: ['storage'], tip: 'Downloading and uploading models and logs.' },
+  { id: 'epoch_log', family: 'dbn', label: 'Epoch log', keys: ['epoch_log'], tip: 'The text log, one line per epoch.' },
+  { id: 'ae_log', family: 'autoencoder', label: 'Iteration log and Save model', keys: ['ae_log'], tip: 'Below the first screen: one line per iteration, and Save model.' },
+  { id: 'about', label: 'Introduction text', keys: ['about'], tip: 'The explanation of the models under the page.' },
   { id: 'share', label: 'Share/Embed buttons', keys: ['share'], shown: false, tip: 'These Copy link and Embed buttons, inside the embed.' },
 ];
+const forFamily = (option, family) => !option.family || option.family === family;
 
 function el(tag, props = {}, ...children) {
   const element = document.createElement(tag);
@@ -55,17 +73,22 @@ function el(tag, props = {}, ...children) {
 const escapeAttribute = (text) => text.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 // The page's URL with its current settings, minus hide flags and test hooks, plus a hide flag
-// for every part in `hiddenKeys`.
-export function embedUrl(href, hiddenKeys) {
+// for every part in `hiddenKeys`, showing the model `family`.
+export function embedUrl(href, hiddenKeys, family = 'dbn') {
   const [base, hash = ''] = href.split('#');
   const params = new URLSearchParams(hash);
   for (const key of [...params.keys()]) {
     if (key.endsWith('_hide') || TEST_HOOKS.includes(key)) params.delete(key);
   }
-  for (const key of hiddenKeys) params.set(`${key}_hide`, '1');
-  // Without its results the supervised stage would only cost the visitor time.
-  if (hiddenKeys.includes('results')) params.set('supervised', '0');
-  if (BELOW_FOLD.every((key) => hiddenKeys.includes(key))) params.set('more_heading_hide', '1');
+  const parts = FAMILY_PARTS[family] ?? FAMILY_PARTS.dbn;
+  if (family === 'autoencoder') params.set('family', family);
+  else params.delete('family');
+  const hidden = new Set(hiddenKeys);
+  if (parts.headline.length && parts.headline.every((key) => hidden.has(key))) hidden.add('headline');
+  if (parts.belowFold.every((key) => hidden.has(key))) hidden.add('more_heading');
+  for (const key of hidden) params.set(`${key}_hide`, '1');
+  // Without its results the DBN's supervised stage would only cost the visitor time.
+  if (family !== 'autoencoder' && hidden.has('results')) params.set('supervised', '0');
   return `${base}#${params}`;
 }
 
@@ -140,7 +163,7 @@ function readSize(input, name) {
   return { error: `${name}: expected a whole number of pixels from ${SIZE_LIMITS.min} to ${SIZE_LIMITS.max}, got "${input.value}".` };
 }
 
-function mountEmbedBuilder(element) {
+function mountEmbedBuilder(element, app) {
   const openButton = el('button', {
     type: 'button', id: 'embed-open', className: 'share-button', 'aria-haspopup': 'dialog',
     title: 'Build an <iframe> that puts this playground, with these settings and only the parts you choose, in another page.',
@@ -187,14 +210,19 @@ function mountEmbedBuilder(element) {
       el('div', { className: 'embed-form' }, shownFieldset, sizeFieldset),
       el('div', { className: 'embed-result' }, codeBlock, previewBlock)));
 
+  // The family the page showed when the builder opened (it cannot change while open).
+  let family = 'dbn';
+  const showFamilyOptions = () => {
+    for (const [option, input] of boxes) input.closest('label').hidden = !forFamily(option, family);
+  };
   const hiddenKeys = () => {
     const keys = [];
-    for (const option of EMBED_OPTIONS) {
+    for (const option of EMBED_OPTIONS.filter((o) => forFamily(o, family))) {
       if (!boxes.get(option).checked) {
         keys.push(...option.keys);
         continue;
       }
-      for (const child of option.children ?? []) if (!boxes.get(child).checked) keys.push(...child.keys);
+      for (const child of option.children ?? []) if (forFamily(child, family) && !boxes.get(child).checked) keys.push(...child.keys);
     }
     return keys;
   };
@@ -222,7 +250,7 @@ function mountEmbedBuilder(element) {
     sizeError.textContent = [w.error, h.error].filter(Boolean).join(' ');
     sizeError.hidden = !w.error && !h.error;
     if (w.error || h.error) return;
-    const url = embedUrl(location.href, hiddenKeys());
+    const url = embedUrl(location.href, hiddenKeys(), family);
     code.value = iframeCode(url, w.value, h.value);
     copyNote.textContent = '';
     clearTimeout(previewTimer);
@@ -233,6 +261,8 @@ function mountEmbedBuilder(element) {
   dialog.addEventListener('input', (event) => { if (event.target !== code) update(); });
   dialog.addEventListener('change', (event) => { if (event.target !== code) update(); });
   openButton.addEventListener('click', () => {
+    family = app?.family === 'autoencoder' ? 'autoencoder' : 'dbn';
+    showFamilyOptions();
     update({ previewNow: true });
     dialog.showModal();
   });

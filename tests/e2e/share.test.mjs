@@ -1,7 +1,8 @@
 // Sharing, in both builds: Copy link puts the page's URL (settings and seed) on the clipboard,
 // or shows it selected when the clipboard is refused; the embed builder writes an <iframe>
 // whose URL keeps the settings and hides what was unchecked, its preview loads that URL, and a
-// page holding only that code shows the chosen parts and can train.
+// page holding only that code shows the chosen parts and can train; for the autoencoder family
+// the builder lists the autoencoder's parts and keeps family=autoencoder in the link.
 import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { builds, closeAll, launch, openPage, serverFor, waitReady } from './lib.mjs';
@@ -20,6 +21,11 @@ const codeSrc = (page) => page.evaluate(() => {
   const code = document.getElementById('embed-code').value;
   return new DOMParser().parseFromString(code, 'text/html').querySelector('iframe')?.getAttribute('src') ?? null;
 });
+
+// The sorted `NAME` of every `NAME_hide=1` in a URL.
+const hideKeys = (url) => [...new URLSearchParams(url.split('#')[1] ?? '')].filter(([key, value]) => key.endsWith('_hide') && value === '1').map(([key]) => key.slice(0, -5)).sort();
+// The builder's options the visitor sees, in order.
+const shownOptions = (page) => page.$$eval('#embed-dialog input[data-option]', (boxes) => boxes.filter((box) => box.checkVisibility()).map((box) => box.dataset.option));
 
 for (const build of builds) {
   describe(`${build.name} build`, () => {
@@ -155,6 +161,78 @@ for (const build of builds) {
         assert.equal(await frame.evaluate(() => window.app.settings().supervised), null, 'supervised=0: no supervised stage');
         assert.equal(await frame.evaluate(() => crossOriginIsolated), build.isolate);
         assert.deepEqual(embedProblems, []);
+        assert.deepEqual(problems, []);
+      } finally {
+        await page.close();
+        await embedding?.close();
+      }
+    });
+
+    test('for the autoencoder the builder lists its parts, writes their hide keys with family=autoencoder, and the embed trains it', async () => {
+      const { page, problems } = await openPage(build, 'family=autoencoder&hidden=25&iterations=3&cases=300&seed=7&ae_backend=cpu');
+      let embedding = null;
+      try {
+        await waitReady(page);
+        await page.click('#embed-open');
+        const listed = await shownOptions(page);
+        assert.deepEqual(listed, ['header', 'training', 'ae_step', 'cancel_reset', 'data', 'network', 'model', 'family', 'ae_filters', 'ae_reconstructions', 'chart_ae_cost', 'chart_ae_sparsity', 'ae_log', 'about', 'share']);
+        const defaults = await codeSrc(page);
+        assert.match(defaults, /[#&]family=autoencoder(&|$)/);
+        assert.match(defaults, /[#&]hidden=25(&|$)/);
+        assert.deepEqual(hideKeys(defaults), ['share']);
+
+        // Both charts unchecked: their panel goes too, so the column can close up.
+        await page.uncheck('#embed-show-chart_ae_cost');
+        await page.uncheck('#embed-show-chart_ae_sparsity');
+        assert.deepEqual(hideKeys(await codeSrc(page)), ['chart_ae_cost', 'chart_ae_sparsity', 'headline', 'share']);
+        await page.check('#embed-show-chart_ae_cost');
+        await page.check('#embed-show-chart_ae_sparsity');
+        // The family choice is part of the settings: hidden with them, or on its own.
+        await page.uncheck('#embed-show-family');
+        assert.deepEqual(hideKeys(await codeSrc(page)), ['family', 'share']);
+        await page.uncheck('#embed-show-model');
+        assert.equal(await page.isDisabled('#embed-show-family'), true);
+        assert.deepEqual(hideKeys(await codeSrc(page)), ['model', 'share']);
+
+        // A constrained demo: Start and Pause, the filters, the ρ̂ plot and the cost curve.
+        for (const part of ['header', 'ae_step', 'cancel_reset', 'data', 'network', 'ae_reconstructions', 'ae_log', 'about']) await page.uncheck(`#embed-show-${part}`);
+        const src = await codeSrc(page);
+        assert.deepEqual(hideKeys(src), ['about', 'ae_log', 'ae_reconstructions', 'cancel', 'data', 'header', 'model', 'more_heading', 'network', 'reset', 'share', 'step_epoch']);
+        assert.match(src, /[#&]family=autoencoder(&|$)/);
+        assert.doesNotMatch(src, /supervised=/, src);
+        const code = await page.inputValue('#embed-code');
+        await page.keyboard.press('Escape');
+
+        const origin = new URL((await serverFor(build)).url).origin;
+        embedding = await (await launch()).newPage();
+        const embedProblems = [];
+        embedding.on('pageerror', (error) => embedProblems.push(`page error: ${error.message}`));
+        embedding.on('console', (message) => { if (message.type() === 'error') embedProblems.push(`console error: ${message.text()}`); });
+        await embedding.route(`${origin}/lesson.html`, (route) => route.fulfill({
+          status: 200, contentType: 'text/html; charset=utf-8', headers: build.isolate ? ISOLATION_HEADERS : {},
+          body: `<!doctype html><html><head><title>Lesson</title></head><body>${code}</body></html>`,
+        }));
+        await embedding.goto(`${origin}/lesson.html`);
+        const frame = await (await embedding.waitForSelector('iframe')).contentFrame();
+        await frame.waitForFunction(() => document.getElementById('train-start') && !document.getElementById('train-start').disabled, null, { timeout: 90_000 });
+        const visible = (selectors) => frame.evaluate((list) => list.filter((sel) => document.querySelector(sel)?.checkVisibility()), selectors);
+        assert.deepEqual(await visible(['#train-start', '#train-pause', '#ae_filters-panel', '#chart-ae-cost', '#chart-ae-sparsity']),
+          ['#train-start', '#train-pause', '#ae_filters-panel', '#chart-ae-cost', '#chart-ae-sparsity']);
+        assert.deepEqual(await visible(['.topbar', '#train-step-epoch', '#train-step-batch', '#train-cancel', '#train-reset', '#data-panel', '#network-panel', '#model-panel',
+          '#ae_reconstructions-panel', '#ae_log-panel', '#samples-panel', '#filters-panel', '#chart-recon', '#more-heading', '#about', '#share']), []);
+        await frame.click('#train-start');
+        await frame.waitForFunction(() => document.getElementById('chart-ae-cost').dataset.iteration === '3' && !window.app.running, null, { timeout: 120_000 });
+        assert.equal(await frame.evaluate(() => document.getElementById('chart-ae-sparsity').dataset.units), '25');
+        assert.deepEqual(embedProblems, []);
+
+        // Back on the DBN, the builder lists the DBN's parts again.
+        await page.selectOption('#family', 'dbn');
+        await page.click('#embed-open');
+        const dbn = await shownOptions(page);
+        assert.ok(dbn.includes('samples') && dbn.includes('steps') && !dbn.some((id) => /^(ae_|chart_ae)/.test(id)), dbn.join());
+        const dbnSrc = await codeSrc(page);
+        assert.doesNotMatch(dbnSrc, /family=|[#&](ae_|chart_ae_)[a-z_]*_hide=/, dbnSrc);
+        assert.match(dbnSrc, /[#&]model_hide=1(&|$)/, 'the shared choices are kept');
         assert.deepEqual(problems, []);
       } finally {
         await page.close();
