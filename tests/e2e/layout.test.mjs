@@ -6,6 +6,7 @@
 // status is in words, Pause says "Paused", and the introduction is there.
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { builds, closeAll, launch, openPage, waitReady, canvasStats, artifacts } from './lib.mjs';
 
 after(closeAll);
@@ -210,50 +211,81 @@ test('clicking a layer of the network drawing opens its settings; + layer edits 
   }
 });
 
-test("the README's iframe example shows exactly what its comment says and fills its frame", async () => {
-  const readme = (await import('node:fs')).readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const example = /<!-- (An RBM learning digits: [^>]*) -->\s*<iframe src="[^"#]*#([^"]*)"\s*width="(\d+)" height="(\d+)"/.exec(readme);
-  assert.ok(example, 'the README has the iframe example');
-  const [, comment, hash, width, height] = example;
-  // The comment and this list say the same thing; change both together.
-  assert.equal(comment, 'An RBM learning digits: only Start and Pause, the network, the Gibbs chains, the filters and the error chart.');
-  const expected = ['#train-start', '#train-pause', '#network-panel', '#samples-panel', '#filters-panel', '#chart-recon'];
-  const others = ['.topbar', '#train-step-epoch', '#train-step-batch', '#train-cancel', '#train-reset', '#data-panel', '#model-panel', '#chart-accuracy',
-    '#more-heading', '#charts-panel', '#results-panel', '#dream-panel', '#reconstructions-panel', '#histograms-panel', '#epoch-log-panel', '[data-hide-key="storage"]', '#about'];
-  const server = await (await import('./lib.mjs')).serverFor(builds[1]);
-  const context = await (await launch()).newContext({ viewport: { width: 1200, height: 900 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('pageerror', (error) => problems.push(error.message));
-  try {
-    await page.setContent(`<iframe id="demo" style="border:0" width="${width}" height="${height}" src="${server.url.replace(/\/$/, '')}/#${hash}"></iframe>`);
-    const frame = await (await page.waitForSelector('#demo')).contentFrame();
-    await frame.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 90_000 });
-    await frame.click('#train-start');
-    await frame.waitForFunction(() => ['samples-canvas', 'filters-canvas'].every((id) => document.getElementById(id)?.width > 1), null, { timeout: 120_000 });
-    const seen = await frame.evaluate(([shown, hidden]) => {
-      const visible = (sel) => { const e = document.querySelector(sel); return !!e && e.checkVisibility(); };
-      const box = (sel) => document.querySelector(sel).getBoundingClientRect();
-      const boxes = shown.filter(visible).map(box);
-      return {
-        missing: shown.filter((sel) => !visible(sel)),
-        extra: hidden.filter(visible),
-        left: Math.min(...boxes.map((b) => b.left)),
-        right: Math.max(...boxes.map((b) => b.right)),
-        canvases: ['samples-canvas', 'filters-canvas'].map((id) => { const b = document.getElementById(id).getBoundingClientRect(); return b.bottom <= innerHeight && b.right <= innerWidth && b.width > 200 ? true : [b.width, b.bottom, innerHeight]; }),
-        width: innerWidth,
-      };
-    }, [expected, others]);
-    await page.screenshot({ path: `${artifacts}readme-embed.png` });
-    assert.deepEqual(seen.missing, [], 'the comment promises these');
-    assert.deepEqual(seen.extra, [], 'the comment says only those');
-    assert.ok(seen.left < 0.05 * seen.width && seen.right > 0.95 * seen.width, `the demo leaves part of its frame empty: ${JSON.stringify(seen)}`);
-    assert.deepEqual(seen.canvases, [true, true], 'both pictures wholly in the frame and large');
-    assert.deepEqual(problems, []);
-  } finally {
-    await context.close();
-  }
+// The README's iframe examples: each comment and its entry here say the same thing; change both
+// together. `shown`: what the comment promises; `others`: what it leaves out; `wait`: the run
+// has drawn; `inFrame`: wholly inside the frame (no scrolling), at least 200 px wide.
+const DBN_PANELS = ['#samples-panel', '#filters-panel', '#chart-recon', '#chart-accuracy', '#charts-panel', '#results-panel', '#dream-panel', '#reconstructions-panel',
+  '#histograms-panel', '#epoch-log-panel', '[data-hide-key="storage"]'];
+const README_EXAMPLES = [
+  {
+    comment: 'An RBM learning digits: only Start and Pause, the network, the Gibbs chains, the filters and the error chart.',
+    shown: ['#train-start', '#train-pause', '#network-panel', '#samples-panel', '#filters-panel', '#chart-recon'],
+    others: ['.topbar', '#train-step-epoch', '#train-step-batch', '#train-cancel', '#train-reset', '#data-panel', '#model-panel', '#chart-accuracy',
+      '#more-heading', '#charts-panel', '#results-panel', '#dream-panel', '#reconstructions-panel', '#histograms-panel', '#epoch-log-panel', '[data-hide-key="storage"]', '#about'],
+    wait: () => ['samples-canvas', 'filters-canvas'].every((id) => document.getElementById(id)?.width > 1),
+    inFrame: ['#samples-canvas', '#filters-canvas'],
+  },
+  {
+    comment: 'An autoencoder learning digit features: only Start and Pause, the filters, the ρ̂ plot and the cost curve.',
+    shown: ['#train-start', '#train-pause', '#ae_filters-panel', '#chart-ae-sparsity', '#chart-ae-cost'],
+    others: ['.topbar', '#train-step-epoch', '#train-step-batch', '#train-cancel', '#train-reset', '#data-panel', '#network-panel', '#model-panel', '#family',
+      '#ae_reconstructions-panel', '#ae_log-panel', '#more-heading', '#about', ...DBN_PANELS],
+    wait: () => document.getElementById('ae-filters-canvas')?.width > 1 && Number(document.getElementById('chart-ae-cost').dataset.iteration) >= 2
+      && document.getElementById('chart-ae-sparsity').dataset.drawn,
+    // The plots themselves (the captions under them may run past the frame's bottom).
+    inFrame: ['#ae-filters-canvas', '#ae-sparsity-canvas', '#chart-ae-cost [role=img]'],
+  },
+];
+
+const readmeText = () => readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+
+test("the README's iframe examples are the ones this file checks", () => {
+  const comments = [...readmeText().matchAll(/<!-- ([^>]*) -->\s*<iframe /g)].map((m) => m[1]);
+  assert.deepEqual(comments, README_EXAMPLES.map((e) => e.comment));
 });
+
+for (const [index, example] of README_EXAMPLES.entries()) {
+  test(`the README's iframe example ${index + 1} shows exactly what its comment says and fills its frame`, async () => {
+    const readme = readmeText();
+    const escaped = example.comment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const found = new RegExp(`<!-- ${escaped} -->\\s*<iframe src="[^"#]*#([^"]*)"\\s*width="(\\d+)" height="(\\d+)"`).exec(readme);
+    assert.ok(found, `the README has the iframe example "${example.comment}"`);
+    const [, hash, width, height] = found;
+    const server = await (await import('./lib.mjs')).serverFor(builds[1]);
+    const context = await (await launch()).newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    const problems = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    try {
+      await page.setContent(`<iframe id="demo" style="border:0" width="${width}" height="${height}" src="${server.url.replace(/\/$/, '')}/#${hash}"></iframe>`);
+      const frame = await (await page.waitForSelector('#demo')).contentFrame();
+      await frame.waitForFunction(() => !document.getElementById('train-start').disabled, null, { timeout: 90_000 });
+      await frame.click('#train-start');
+      await frame.waitForFunction(example.wait, null, { timeout: 120_000 });
+      const seen = await frame.evaluate(([shown, hidden, inFrame]) => {
+        const visible = (sel) => { const e = document.querySelector(sel); return !!e && e.checkVisibility(); };
+        const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+        const boxes = shown.filter(visible).map(box);
+        return {
+          missing: shown.filter((sel) => !visible(sel)),
+          extra: hidden.filter(visible),
+          left: Math.min(...boxes.map((b) => b.left)),
+          right: Math.max(...boxes.map((b) => b.right)),
+          inFrame: inFrame.map((sel) => { const b = box(sel); return b.top >= 0 && b.bottom <= innerHeight && b.right <= innerWidth && b.width > 200 ? true : [sel, b.width, b.bottom, innerHeight]; }),
+          width: innerWidth,
+        };
+      }, [example.shown, example.others, example.inFrame]);
+      await page.screenshot({ path: `${artifacts}readme-embed-${index + 1}.png` });
+      assert.deepEqual(seen.missing, [], 'the comment promises these');
+      assert.deepEqual(seen.extra, [], 'the comment says only those');
+      assert.ok(seen.left < 0.05 * seen.width && seen.right > 0.95 * seen.width, `the demo leaves part of its frame empty: ${JSON.stringify(seen)}`);
+      assert.deepEqual(seen.inFrame, example.inFrame.map(() => true), 'wholly in the frame and large');
+      assert.deepEqual(problems, []);
+    } finally {
+      await context.close();
+    }
+  });
+}
 
 test('axe-core finds no WCAG 2 A/AA violation on the trained first screen and below it', async () => {
   const { createRequire } = await import('node:module');
