@@ -99,10 +99,9 @@ fn solve_case(q: &[f64], c: &[f64], x_norm2: f64, beta: f64, settings: &CdSettin
             largest_change = largest_change.max((new - old).abs());
             largest = largest.max(new.abs());
         }
-        if largest == 0.0 || largest_change / largest < settings.tolerance || sweep == settings.max_sweeps {
-            if duality_gap(a, h, c, x_norm2, beta) < gap_tolerance {
-                return (sweep, true, case_objective(a, h, c, x_norm2, beta));
-            }
+        let settled = largest == 0.0 || largest_change / largest < settings.tolerance || sweep == settings.max_sweeps;
+        if settled && duality_gap(a, h, c, x_norm2, beta) < gap_tolerance {
+            return (sweep, true, case_objective(a, h, c, x_norm2, beta));
         }
     }
     (settings.max_sweeps, false, case_objective(a, h, c, x_norm2, beta))
