@@ -209,7 +209,10 @@ fn read_data(args: &AutoencoderArgs) -> Result<RunData, String> {
     }
     let Some(unlabelled) = &args.unlabelled else {
         let labelled = main.labels.is_some().then(|| Images { values: main.values.clone(), labels: main.labels.clone(), record: main.record.clone(), preprocessing: main.preprocessing.clone(), ..main });
-        let pretraining = Images { labels: None, ..main };
+        // The label file picked the pretraining cases only where --classes kept some.
+        let mut record = main.record.clone();
+        record.files.truncate(if args.classes.is_some() { 2 } else { 1 });
+        let pretraining = Images { labels: None, record, ..main };
         return Ok(RunData { pretraining, labelled, test });
     };
     let pretraining = read_idx(unlabelled, args.unlabelled_labels.as_deref(), args.patches, args.unlabelled_classes.as_ref(), ["--unlabelled", "--unlabelled-labels", "--unlabelled-classes"])?;
