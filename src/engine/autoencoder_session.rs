@@ -50,6 +50,13 @@ impl From<&Cost> for CostTerms {
     }
 }
 
+/// The model file's record of the terms (`J` named as the file names it).
+impl From<CostTerms> for crate::autoencoder::stack::CostTerms {
+    fn from(c: CostTerms) -> Self {
+        crate::autoencoder::stack::CostTerms { total: c.total, reconstruction: c.reconstruction, weight_decay: c.weight_decay, sparsity: c.sparsity }
+    }
+}
+
 impl From<DeviceCost> for CostTerms {
     fn from(c: DeviceCost) -> Self {
         CostTerms { total: c.total, reconstruction: c.reconstruction, weight_decay: c.weight_decay, sparsity: c.sparsity }
@@ -120,7 +127,7 @@ impl CpuCost {
 /// Where evaluations run.
 enum Evaluator {
     Cpu(CpuCost),
-    Device(GpuCost),
+    Device(Box<GpuCost>),
 }
 
 /// An evaluation seen during one step: `J`'s bits, its terms, and ρ̂ where the CPU gave it.
@@ -253,7 +260,7 @@ impl AutoencoderSession {
         }
         let (evaluator, backend_reason) = match (engine, &optimiser) {
             (Engine::Gpu(ctx), Optimiser::Lbfgs(_)) => match GpuCost::new(ctx, &AutoencoderKernels::new(ctx), v, h, &data, settings) {
-                Ok(device) => (Evaluator::Device(device), None),
+                Ok(device) => (Evaluator::Device(Box::new(device)), None),
                 Err(GpuCostError::Device(e)) => (Evaluator::Cpu(CpuCost::new(v, h)), Some(format!("the device cannot train this autoencoder ({e}), so the CPU does"))),
                 Err(GpuCostError::Cost(e)) => return Err(e.to_string()),
             },

@@ -14,21 +14,20 @@
 use super::{image_to_js, to_js, Playground};
 use crate::autoencoder::lbfgs::LbfgsSettings;
 use crate::autoencoder::sgd::SgdSettings;
+use crate::autoencoder::stack;
 use crate::autoencoder::{Autoencoder, CostSettings};
+use crate::format::autoencoder::{self as format, DataRecord, InputPreprocessing, SavedAutoencoder};
 use crate::backend::cpu::CpuBackend;
 use crate::engine::autoencoder_session::{AutoencoderSession, CostTerms, Optimiser, StepReport};
 use crate::engine::{Engine, EngineChoice};
 use crate::report::image_grid::{self, Scaling};
 use serde::Serialize;
-use serde_json::json;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-/// The version of the saved autoencoder's layout (the CLI's `autoencoder.json`).
-const FORMAT: &str = "deepbelief-autoencoder/1";
 /// The most memory L-BFGS's correction pairs may take by default.
 const PAIR_MEMORY_BUDGET: usize = 256 << 20;
 /// The largest hidden layer the page trains.
@@ -446,37 +445,42 @@ impl AutoencoderTrainer {
         Ok(image_to_js(image_grid::tile(&pairs, 2 * n, t.image_shape, n, Scaling::Unit)))
     }
 
-    /// The model as the CLI saves it (`autoencoder.json`, format `deepbelief-autoencoder/1`):
-    /// settings, inputs, J before and after with its terms, the history, ρ̂'s summary and
-    /// W1, b1, W2, b2.
+    /// The model file (`format::autoencoder`, "deepbelief-autoencoder/2", as the CLI writes
+    /// it): one layer with its settings and training record so far (`stop` is "in_progress"
+    /// while the run goes on), the inputs as unit pixels of the data's image shape, and what
+    /// they came from.
     pub fn model_json(&self) -> Result<String, JsError> {
         let t = self.trainer.borrow();
         let s = &t.snapshot;
         let (Some(initial), Some(last)) = (s.initial, s.cost) else {
             return Err(JsError::new("model_json: start() the trainer first"));
         };
-        let cost_json = |c: CostTerms| json!({ "J": c.total, "reconstruction": c.reconstruction, "weight_decay": c.weight_decay, "sparsity": c.sparsity });
         let c = &t.config;
-        let model = &s.model;
-        let document = json!({
-            "format": FORMAT,
-            "n_visible": model.n_visible,
-            "n_hidden": model.n_hidden,
-            "settings": {
-                "rho": c.rho, "lambda": c.lambda, "beta": c.beta, "method": c.method, "iterations": c.iterations, "seed": c.seed, "backend": t.backend,
-            },
-            "inputs": { "page": t.source, "cases": t.rows() },
-            "initial": cost_json(initial),
-            "final": cost_json(last),
-            "iterations": s.iterations,
-            "evaluations": s.evaluations,
-            "stop": s.stop,
-            "history": s.history,
-            "seconds": s.seconds,
-            "mean_activation": summary_of(&s.mean_activation),
-            "parameters": { "W1": model.w1, "b1": model.b1, "W2": model.w2, "b2": model.b2 },
-        });
-        serde_json::to_string(&document).map_err(|e| JsError::new(&e.to_string()))
+        let method = match c.method {
+            MethodName::Lbfgs => stack::MethodName::Lbfgs,
+            MethodName::Sgd => stack::MethodName::Sgd,
+        };
+        let settings = stack::LayerSettings { n_hidden: s.model.n_hidden, cost: c.cost_settings(), method, iterations: c.iterations, seed: c.seed };
+        let record = stack::LayerRecord {
+            cases: t.rows(),
+            initial: initial.into(),
+            last: last.into(),
+            iterations: s.iterations,
+            evaluations: s.evaluations,
+            stop: s.stop.clone().unwrap_or_else(|| "in_progress".into()),
+            history: s.history.clone(),
+            mean_activation: stack::ActivationSummary::of(&s.mean_activation),
+            seconds: s.seconds,
+            backend: t.backend.to_string(),
+        };
+        let saved = SavedAutoencoder {
+            preprocessing: InputPreprocessing::UnitPixels { image_shape: Some(t.image_shape) },
+            pretraining_data: DataRecord { files: vec![t.source.clone()], cases: t.rows(), classes: None },
+            stack: stack::AutoencoderStack { layers: vec![stack::StackLayer { autoencoder: s.model.clone(), settings, record: Some(record) }] },
+            supervised_data: None,
+            supervised: None,
+        };
+        format::to_json_checked(&saved).map_err(|e| JsError::new(&format!("model_json: {e}")))
     }
 
     /// Testing hook: destroys the device the trainer evaluates on (the next step fails, the one
@@ -486,12 +490,4 @@ impl AutoencoderTrainer {
             session.simulate_device_loss();
         }
     }
-}
-
-fn summary_of(values: &[f32]) -> serde_json::Value {
-    let n = values.len().max(1) as f64;
-    let mean = values.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
-    let min = values.iter().copied().fold(f32::INFINITY, f32::min);
-    let max = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    json!({ "mean": mean, "min": min, "max": max })
 }
