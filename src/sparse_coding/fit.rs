@@ -91,64 +91,160 @@ pub struct FitReport {
     pub cancelled: bool,
 }
 
+/// Where a fit stands: the pass under way (1-based) and the next batch of it (0-based).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FitPosition {
+    pub pass: usize,
+    pub batch: usize,
+}
+
+/// A fit advanced one mini-batch at a time ([`FitRun::step`]): the whole set's statistics and
+/// `‖A‖₁`, and where the run stands. [`fit`] is a `FitRun` stepped to its end; a session
+/// (`engine::sparse_coding_session`) steps one on the CPU, or resumes one
+/// ([`FitRun::resume`]) from the basis and codes a device left behind.
+#[derive(Clone, Debug)]
+pub struct FitRun {
+    settings: FitSettings,
+    rows: usize,
+    statistics: BasisStatistics,
+    l1_total: f64,
+    position: FitPosition,
+    /// Seconds of the steps of the pass under way.
+    pass_seconds: f64,
+    /// With `track_whole_set`: pass 0 and one per pass finished.
+    passes: Vec<PassRecord>,
+}
+
+impl FitRun {
+    /// A run from the first batch of the first pass, with `codes` (`m × n`) as every case's
+    /// starting codes (usually zeros).
+    pub fn start(backend: &dyn Backend, basis: &Basis, data: &[f32], codes: &[f32], settings: &FitSettings) -> Result<FitRun, SparseCodingError> {
+        let mut run = FitRun::resume(backend, basis, data, codes, settings, FitPosition { pass: 1, batch: 0 })?;
+        if settings.track_whole_set {
+            run.passes.push(PassRecord { pass: 0, objective: objective(backend, basis, data, codes, settings.beta)?, seconds: 0.0 });
+        }
+        Ok(run)
+    }
+
+    /// A run at `position` with `codes` as every case's latest codes: the statistics are
+    /// computed afresh from them (no pass records before `position`).
+    pub fn resume(backend: &dyn Backend, basis: &Basis, data: &[f32], codes: &[f32], settings: &FitSettings, position: FitPosition) -> Result<FitRun, SparseCodingError> {
+        settings.validate()?;
+        let rows = check_data(basis, data)?;
+        check_codes(basis, rows, codes)?;
+        let (k, n) = (basis.n_inputs, basis.n_bases);
+        let statistics = if codes.iter().any(|&a| a != 0.0) { BasisStatistics::of(backend, k, n, data, codes) } else { BasisStatistics::zeros(k, n, half_norm2(data)) };
+        let l1_total = l1_and_nonzero(codes, n).0;
+        Ok(FitRun { settings: *settings, rows, statistics, l1_total, position, pass_seconds: 0.0, passes: Vec::new() })
+    }
+
+    pub fn settings(&self) -> &FitSettings {
+        &self.settings
+    }
+
+    /// The pass under way and its next batch (after the last pass: `passes + 1`, batch 0).
+    pub fn position(&self) -> FitPosition {
+        self.position
+    }
+
+    /// Mini-batches per pass.
+    pub fn batches_per_pass(&self) -> usize {
+        self.rows.div_ceil(self.settings.batch_size)
+    }
+
+    /// Every pass has been made.
+    pub fn done(&self) -> bool {
+        self.position.pass > self.settings.passes
+    }
+
+    /// With `track_whole_set`: the whole set's objective before the first pass and after each
+    /// finished one.
+    pub fn passes(&self) -> &[PassRecord] {
+        &self.passes
+    }
+
+    /// The whole set's `½‖X‖²`.
+    pub fn half_data_norm2(&self) -> f64 {
+        self.statistics.half_data_norm2
+    }
+
+    /// The next batch's code step and basis step on `basis` and the codes of the whole set
+    /// (`codes`, `m × n`, as the run was started with and left by earlier steps); its record,
+    /// or `None` when every pass has been made. After a pass's last batch, with
+    /// `track_whole_set`, the whole set's objective is measured ([`Self::passes`]).
+    pub fn step(&mut self, backend: &dyn Backend, basis: &mut Basis, data: &[f32], codes: &mut [f32]) -> Result<Option<BatchRecord>, SparseCodingError> {
+        if self.done() {
+            return Ok(None);
+        }
+        let (k, n) = (basis.n_inputs, basis.n_bases);
+        let settings = self.settings;
+        let FitPosition { pass, batch } = self.position;
+        let first = batch * settings.batch_size;
+        let cases = settings.batch_size.min(self.rows - first);
+        let x = &data[first * k..(first + cases) * k];
+        let a = &mut codes[first * n..(first + cases) * n];
+        let started = now_seconds();
+        if a.iter().any(|&v| v != 0.0) {
+            self.statistics.add(backend, x, a, -1.0);
+            self.l1_total -= l1_and_nonzero(a, n).0;
+        }
+        let code_report = solve_codes(backend, basis, x, settings.beta, &settings.solver, a)?;
+        let coded = now_seconds();
+        self.statistics.add(backend, x, a, 1.0);
+        let (l1, nonzero) = l1_and_nonzero(a, n);
+        self.l1_total += l1;
+        let descent = descend(backend, basis, &self.statistics, &settings.basis_step);
+        let finished = now_seconds();
+        self.pass_seconds += finished - started;
+        let record = BatchRecord {
+            pass,
+            batch,
+            first_case: first,
+            cases,
+            codes: code_report,
+            nonzero_fraction: nonzero as f64 / (cases * n) as f64,
+            objective_after_codes: descent.reconstruction_before + settings.beta * self.l1_total,
+            objective_after_basis: descent.reconstruction_after + settings.beta * self.l1_total,
+            basis_iterations: descent.iterations,
+            seconds_codes: coded - started,
+            seconds_basis: finished - coded,
+        };
+        if first + cases >= self.rows {
+            self.finish_pass(backend, basis, data, codes)?;
+        } else {
+            self.position.batch += 1;
+        }
+        Ok(Some(record))
+    }
+
+    /// Ends the pass under way after the batches made of it: with `track_whole_set`, measures
+    /// the whole set's objective; the next step starts the next pass.
+    pub fn finish_pass(&mut self, backend: &dyn Backend, basis: &Basis, data: &[f32], codes: &[f32]) -> Result<(), SparseCodingError> {
+        if self.settings.track_whole_set {
+            self.passes.push(PassRecord { pass: self.position.pass, objective: objective(backend, basis, data, codes, self.settings.beta)?, seconds: self.pass_seconds });
+        }
+        self.position = FitPosition { pass: self.position.pass + 1, batch: 0 };
+        self.pass_seconds = 0.0;
+        Ok(())
+    }
+}
+
 /// Fits `basis` to `data` (`m × k`), improving `codes` (`m × n`, the starting codes, usually
 /// zeros). `on_batch` sees each batch's record; `false` stops after that batch.
 pub fn fit(backend: &dyn Backend, basis: &mut Basis, data: &[f32], codes: &mut [f32], settings: &FitSettings, on_batch: &mut dyn FnMut(&BatchRecord) -> bool) -> Result<FitReport, SparseCodingError> {
-    settings.validate()?;
-    let rows = check_data(basis, data)?;
-    check_codes(basis, rows, codes)?;
-    let (k, n) = (basis.n_inputs, basis.n_bases);
+    let mut run = FitRun::start(backend, basis, data, codes, settings)?;
     let mut report = FitReport::default();
-    if settings.track_whole_set {
-        report.passes.push(PassRecord { pass: 0, objective: objective(backend, basis, data, codes, settings.beta)?, seconds: 0.0 });
-    }
-    let mut statistics = if codes.iter().any(|&a| a != 0.0) { BasisStatistics::of(backend, k, n, data, codes) } else { BasisStatistics::zeros(k, n, half_norm2(data)) };
-    let mut l1_total = l1_and_nonzero(codes, n).0;
-    for pass in 1..=settings.passes {
-        let mut seconds = 0.0;
-        for (batch, first) in (0..rows).step_by(settings.batch_size).enumerate() {
-            let cases = settings.batch_size.min(rows - first);
-            let x = &data[first * k..(first + cases) * k];
-            let a = &mut codes[first * n..(first + cases) * n];
-            let started = now_seconds();
-            if a.iter().any(|&v| v != 0.0) {
-                statistics.add(backend, x, a, -1.0);
-                l1_total -= l1_and_nonzero(a, n).0;
+    while let Some(record) = run.step(backend, basis, data, codes)? {
+        let go_on = on_batch(&record);
+        report.batches.push(record);
+        if !go_on {
+            report.cancelled = true;
+            if run.position().batch > 0 {
+                run.finish_pass(backend, basis, data, codes)?;
             }
-            let code_report = solve_codes(backend, basis, x, settings.beta, &settings.solver, a)?;
-            let coded = now_seconds();
-            statistics.add(backend, x, a, 1.0);
-            let (l1, nonzero) = l1_and_nonzero(a, n);
-            l1_total += l1;
-            let descent = descend(backend, basis, &statistics, &settings.basis_step);
-            let finished = now_seconds();
-            seconds += finished - started;
-            let record = BatchRecord {
-                pass,
-                batch,
-                first_case: first,
-                cases,
-                codes: code_report,
-                nonzero_fraction: nonzero as f64 / (cases * n) as f64,
-                objective_after_codes: descent.reconstruction_before + settings.beta * l1_total,
-                objective_after_basis: descent.reconstruction_after + settings.beta * l1_total,
-                basis_iterations: descent.iterations,
-                seconds_codes: coded - started,
-                seconds_basis: finished - coded,
-            };
-            let go_on = on_batch(&record);
-            report.batches.push(record);
-            if !go_on {
-                report.cancelled = true;
-                break;
-            }
-        }
-        if settings.track_whole_set {
-            report.passes.push(PassRecord { pass, objective: objective(backend, basis, data, codes, settings.beta)?, seconds });
-        }
-        if report.cancelled {
             break;
         }
     }
+    report.passes = run.passes;
     Ok(report)
 }

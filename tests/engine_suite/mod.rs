@@ -103,6 +103,7 @@ macro_rules! all_engine_checks {
             autoencoder::autoencoder_cost_matches_loops_and_cpu,
             autoencoder::autoencoder_lbfgs_follows_cpu_and_minimise,
             autoencoder::autoencoder_device_loss_resumes_on_cpu,
+            sparse_coding::sparse_coding_session_follows_fit,
         );
     };
 }

@@ -6,6 +6,7 @@ pub mod autoencoder;
 pub mod chains;
 pub mod evaluate;
 pub mod operations;
+pub mod sparse_coding;
 pub mod trainer;
 
 use deepbelief::model::Rbm;
