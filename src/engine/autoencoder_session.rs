@@ -124,10 +124,11 @@ impl CpuCost {
     }
 }
 
-/// Where evaluations run.
+/// Where evaluations run (one per session: the variants' sizes do not matter).
+#[allow(clippy::large_enum_variant)]
 enum Evaluator {
     Cpu(CpuCost),
-    Device(Box<GpuCost>),
+    Device(GpuCost),
 }
 
 /// An evaluation seen during one step: `J`'s bits, its terms, and ρ̂ where the CPU gave it.
@@ -260,7 +261,7 @@ impl AutoencoderSession {
         }
         let (evaluator, backend_reason) = match (engine, &optimiser) {
             (Engine::Gpu(ctx), Optimiser::Lbfgs(_)) => match GpuCost::new(ctx, &AutoencoderKernels::new(ctx), v, h, &data, settings) {
-                Ok(device) => (Evaluator::Device(Box::new(device)), None),
+                Ok(device) => (Evaluator::Device(device), None),
                 Err(GpuCostError::Device(e)) => (Evaluator::Cpu(CpuCost::new(v, h)), Some(format!("the device cannot train this autoencoder ({e}), so the CPU does"))),
                 Err(GpuCostError::Cost(e)) => return Err(e.to_string()),
             },
