@@ -21,6 +21,7 @@ mod chains;
 mod data;
 mod files;
 mod gpu_training;
+mod sparse_coding;
 mod supervised;
 mod training;
 mod units;
@@ -28,6 +29,7 @@ mod views;
 use gpu_training::EngineState;
 pub use autoencoder::AutoencoderTrainer;
 pub use bench::bench_cpu;
+pub use sparse_coding::SparseCodingTrainer;
 
 #[cfg(feature = "threads")]
 pub use wasm_bindgen_rayon::init_thread_pool;
