@@ -8,12 +8,15 @@
 //!
 //! It minimises any [`Objective`] (shared with the conjugate gradient of `supervised`) on
 //! `f64` vectors, or any [`AsyncObjective`] (the device's cost in a browser) one iteration at a
-//! time through [`Lbfgs`]; only `value_and_gradient` is called.
+//! time through [`Lbfgs`]; only `value_and_gradient` is called. [`Lbfgs`] is written over
+//! [`LbfgsVectors`]: the same iterations run on the host's `f64` vectors or on a device's
+//! buffers (`gpu::lbfgs`), where only scalars come back.
 
 use std::collections::VecDeque;
 
 use super::stepwise::{block_on, AsyncObjective, Blocking};
-use super::wolfe::{self, dot, LineStart, WolfeSettings};
+use super::vectors::{accepts_pair, Evaluator, HostVectors, LbfgsVectors};
+use super::wolfe::{self, dot, Interrupted, Line, Trial, WolfeSettings};
 use crate::supervised::conjugate_gradient::Objective;
 
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -94,14 +97,24 @@ impl Memory {
         self.pairs.is_empty()
     }
 
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Adds the pair unless `sᵀy ≤ 10⁻¹⁰` (minFunc's `lbfgsUpdate`); the oldest pair's
     /// buffers are reused once the memory is full.
     pub fn push(&mut self, s: &[f64], y: &[f64]) -> bool {
         let ys = dot(y, s);
-        if ys.is_nan() || ys <= 1e-10 {
+        if !accepts_pair(ys) {
             self.skipped += 1;
             return false;
         }
+        self.push_accepted(s, y, ys, dot(y, y));
+        true
+    }
+
+    /// Adds a pair whose `yᵀs` (checked by [`accepts_pair`]) and `yᵀy` are known.
+    pub(crate) fn push_accepted(&mut self, s: &[f64], y: &[f64], ys: f64, yy: f64) {
         let (mut s_new, mut y_new) = if self.pairs.len() == self.capacity {
             let (s_old, y_old, _) = self.pairs.pop_front().expect("a full memory holds pairs");
             (s_old, y_old)
@@ -112,9 +125,8 @@ impl Memory {
         s_new.extend_from_slice(s);
         y_new.clear();
         y_new.extend_from_slice(y);
-        self.diagonal = ys / dot(y, y);
+        self.diagonal = ys / yy;
         self.pairs.push_back((s_new, y_new, 1.0 / ys));
-        true
     }
 
     /// `out = −H·gradient` by the two-loop recursion.
@@ -133,6 +145,7 @@ impl Memory {
         }
     }
 }
+
 
 /// Minimises `objective` from `x` (updated in place). `on_iteration(iteration, value)` runs
 /// after each iteration; returning `false` stops (cancellation).
@@ -174,6 +187,8 @@ pub enum IterationOutcome {
     Stopped(LbfgsStop),
     /// The evaluator was [interrupted](super::stepwise::AsyncObjective::interrupted) during the
     /// line search: the state is as before the call, to be iterated again with another evaluator.
+    /// (A device space that stops answering while it moves to the accepted point is interrupted
+    /// too; its vectors are then lost with the device, and the caller resumes from a copy.)
     Interrupted,
 }
 
@@ -182,61 +197,104 @@ pub enum IterationOutcome {
 /// between calls, so the page can run one iteration per message and switch evaluators (the
 /// device, then the CPU after a lost device) between iterations. [`minimise`] is this run to
 /// the end, so a stepped run and a minimised one take bit-identical iterates.
-pub struct Lbfgs {
+///
+/// Written once over where the vectors live ([`LbfgsVectors`]): the host's `f64` vectors
+/// ([`HostVectors`], the default) or a device's buffers, where only the scalars the tests and
+/// the line search need come back (`gpu::lbfgs`).
+pub struct Lbfgs<S: LbfgsVectors = HostVectors> {
+    space: S,
     settings: LbfgsSettings,
-    x: Vec<f64>,
+    x: S::Vector,
     value: f64,
-    gradient: Vec<f64>,
-    previous_gradient: Vec<f64>,
-    direction: Vec<f64>,
-    new_gradient: Vec<f64>,
-    step_taken: Vec<f64>,
-    gradient_change: Vec<f64>,
-    point: Vec<f64>,
-    memory: Memory,
-    /// The last iteration's pair `(s, y)` is still to be added to the memory: the next
+    gradient: S::Vector,
+    /// `Σ|gᵢ|` at `x`.
+    gradient_l1: f64,
+    direction: S::Vector,
+    /// The last iteration's pair `s = x₊ − x`, `y = g₊ − g`.
+    step_taken: S::Vector,
+    gradient_change: S::Vector,
+    /// Where the line search evaluates.
+    point: S::Vector,
+    /// `(yᵀs, yᵀy)` of the last iteration's pair, still to be added to the memory: the next
     /// iteration adds it before its direction, once, even when that iteration is interrupted
     /// and taken again.
-    pair_pending: bool,
+    pending_pair: Option<(f64, f64)>,
+    /// The iteration that starts from steepest descent (1, or the first after a resume).
+    first_iteration: usize,
     iterations: usize,
     evaluations: usize,
+    skipped: usize,
     stop: Option<LbfgsStop>,
 }
 
-impl Lbfgs {
+impl Lbfgs<HostVectors> {
     /// Evaluates the start `x`; `Err` when `f` or `∇f` is not finite there (or the evaluator was
     /// interrupted, which makes it so). Stopped at once (`Optimal`, 0 iterations) when `Σ|gᵢ|` is
     /// already within the optimality tolerance.
     pub async fn start<O: AsyncObjective + ?Sized>(objective: &mut O, x: Vec<f64>, settings: &LbfgsSettings) -> Result<Lbfgs, NonFiniteStart> {
-        let n = x.len();
-        let mut gradient = vec![0.0; n];
-        let value = objective.value_and_gradient(&x, &mut gradient).await;
-        if !value.is_finite() || gradient.iter().any(|g| !g.is_finite()) || objective.interrupted() {
+        let space = HostVectors::new(x.len(), settings.memory);
+        Lbfgs::start_in(space, objective, x, settings).await
+    }
+
+    /// The current point: the start, or where the last iteration moved.
+    pub fn x(&self) -> &[f64] {
+        &self.x
+    }
+
+    /// `∇f` at [`Self::x`].
+    pub fn gradient(&self) -> &[f64] {
+        &self.gradient
+    }
+}
+
+impl<S: LbfgsVectors> Lbfgs<S> {
+    /// [`Lbfgs::start`] in `space`, from `x` (a vector of that space).
+    pub async fn start_in<E: Evaluator<S> + ?Sized>(mut space: S, objective: &mut E, x: S::Vector, settings: &LbfgsSettings) -> Result<Lbfgs<S>, NonFiniteStart> {
+        let mut point = space.point();
+        space.copy(&x, &mut point);
+        let mut gradient = space.vector();
+        let (value, scalars) = objective.evaluate(&mut space, &point, &mut gradient, |space, g| vec![space.non_finite(g), space.l1(g)]).await;
+        if !value.is_finite() || scalars[0] != 0.0 || objective.interrupted() {
             return Err(NonFiniteStart { value });
         }
-        let stop = (l1_norm(&gradient) <= settings.optimality_tolerance).then_some(LbfgsStop::Optimal);
+        let gradient_l1 = scalars[1];
+        let stop = (gradient_l1 <= settings.optimality_tolerance).then_some(LbfgsStop::Optimal);
         Ok(Lbfgs {
+            direction: space.vector(),
+            step_taken: space.vector(),
+            gradient_change: space.vector(),
+            space,
             settings: *settings,
             x,
             value,
             gradient,
-            previous_gradient: vec![0.0; n],
-            direction: Vec::with_capacity(n),
-            new_gradient: Vec::with_capacity(n),
-            step_taken: vec![0.0; n],
-            gradient_change: vec![0.0; n],
-            point: Vec::with_capacity(n),
-            memory: Memory::new(settings.memory),
-            pair_pending: false,
+            gradient_l1,
+            point,
+            pending_pair: None,
+            first_iteration: 1,
             iterations: 0,
             evaluations: 1,
+            skipped: 0,
             stop,
         })
     }
 
+    /// Counts `iterations` and `evaluations` as done before this run, which starts afresh
+    /// (steepest descent, an empty memory) from its start as iteration `iterations + 1`: a run
+    /// resumed elsewhere from a copy of another's point.
+    pub fn resumed_after(mut self, iterations: usize, evaluations: usize) -> Self {
+        self.iterations += iterations;
+        self.evaluations += evaluations;
+        self.first_iteration = self.iterations + 1;
+        if self.iterations >= self.settings.max_iterations && self.stop.is_none() {
+            self.stop = Some(LbfgsStop::MaxIterations);
+        }
+        self
+    }
+
     /// One iteration: the direction from the memory, the line search along it, the move, and
     /// minFunc's stopping tests.
-    pub async fn iterate<O: AsyncObjective + ?Sized>(&mut self, objective: &mut O) -> IterationOutcome {
+    pub async fn iterate<E: Evaluator<S> + ?Sized>(&mut self, objective: &mut E) -> IterationOutcome {
         if let Some(stop) = self.stop {
             return IterationOutcome::Stopped(stop);
         }
@@ -244,46 +302,69 @@ impl Lbfgs {
             return self.stopped(LbfgsStop::MaxIterations);
         }
         let iteration = self.iterations + 1;
-        if iteration == 1 {
-            self.direction.clear();
-            self.direction.extend(self.gradient.iter().map(|g| -g));
+        let space = &mut self.space;
+        if iteration == self.first_iteration {
+            space.combine(None, -1.0, &self.gradient, &mut self.direction);
         } else {
-            if self.pair_pending {
-                self.gradient_change.iter_mut().zip(self.gradient.iter().zip(&self.previous_gradient)).for_each(|(y, (g, p))| *y = g - p);
-                self.memory.push(&self.step_taken, &self.gradient_change);
-                self.pair_pending = false;
+            if let Some((ys, yy)) = self.pending_pair.take() {
+                if accepts_pair(ys) {
+                    space.push_pair(&mut self.step_taken, &mut self.gradient_change, ys, yy);
+                } else {
+                    self.skipped += 1;
+                }
             }
-            self.memory.direction(&self.gradient, &mut self.direction);
+            space.two_loop(&self.gradient, &mut self.direction);
         }
-        if self.direction.iter().any(|d| !d.is_finite()) {
+        let d = &self.direction;
+        let wanted = [space.non_finite(d), space.dot(&self.gradient, d), space.max_abs(d), space.l1(d)];
+        let Ok(scalars) = space.read(&wanted).await else {
+            return IterationOutcome::Interrupted;
+        };
+        let [non_finite, slope, max_abs, l1] = [scalars[0], scalars[1], scalars[2], scalars[3]];
+        if non_finite != 0.0 {
             return self.stopped(LbfgsStop::IllegalDirection);
         }
-        let slope = dot(&self.gradient, &self.direction);
         if slope > -self.settings.progress_tolerance {
             return self.stopped(LbfgsStop::NotDescending);
         }
-        let first_step = if iteration == 1 { (1.0 / l1_norm(&self.gradient)).min(1.0) } else { 1.0 };
-        let start = LineStart { x: &self.x, direction: &self.direction, value: self.value, gradient: &self.gradient, slope };
-        let line = match wolfe::search_async(objective, &start, first_step, &self.settings.line_search, &mut self.point, &mut self.new_gradient).await {
-            Ok(line) => line,
+        let first_step = if iteration == self.first_iteration { (1.0 / self.gradient_l1).min(1.0) } else { 1.0 };
+        let mut line = SpaceLine { space: &mut self.space, objective, x: &self.x, direction: &self.direction, point: &mut self.point, value: self.value, slope, max_abs, l1, evaluations: 0 };
+        let (line, best_gradient) = match wolfe::search_line(&mut line, first_step, &self.settings.line_search).await {
+            Ok(found) => found,
             Err(interrupted) => {
                 self.evaluations += interrupted.evaluations;
                 return IterationOutcome::Interrupted;
             }
         };
         self.evaluations += line.evaluations;
-        self.step_taken.iter_mut().zip(&self.direction).for_each(|(s, d)| *s = line.step * d);
-        self.x.iter_mut().zip(&self.step_taken).for_each(|(x, s)| *x += s);
+
+        // The move: s = t·d, x += s, y = g₊ − g, and the scalars of the stopping tests and the
+        // next pair.
+        let space = &mut self.space;
+        space.combine(None, line.step, &self.direction, &mut self.step_taken);
+        space.add(&self.step_taken, &mut self.x);
+        match best_gradient {
+            Some(mut new_gradient) => {
+                space.combine(Some(&new_gradient), -1.0, &self.gradient, &mut self.gradient_change);
+                std::mem::swap(&mut self.gradient, &mut new_gradient);
+            }
+            None => space.combine(Some(&self.gradient), -1.0, &self.gradient, &mut self.gradient_change),
+        }
+        let (y, s) = (&self.gradient_change, &self.step_taken);
+        let wanted = [space.l1(&self.gradient), space.l1(s), space.dot(y, s), space.dot(y, y)];
+        let Ok(scalars) = space.read(&wanted).await else {
+            return IterationOutcome::Interrupted;
+        };
+        let [gradient_l1, step_l1, ys, yy] = [scalars[0], scalars[1], scalars[2], scalars[3]];
         let previous_value = self.value;
         self.value = line.value;
-        std::mem::swap(&mut self.previous_gradient, &mut self.gradient);
-        std::mem::swap(&mut self.gradient, &mut self.new_gradient);
+        self.gradient_l1 = gradient_l1;
         self.iterations = iteration;
-        self.pair_pending = true;
+        self.pending_pair = Some((ys, yy));
         let settings = &self.settings;
-        self.stop = if l1_norm(&self.gradient) <= settings.optimality_tolerance {
+        self.stop = if gradient_l1 <= settings.optimality_tolerance {
             Some(LbfgsStop::Optimal)
-        } else if l1_norm(&self.step_taken) <= settings.progress_tolerance {
+        } else if step_l1 <= settings.progress_tolerance {
             Some(LbfgsStop::StepTooSmall)
         } else if (self.value - previous_value).abs() < settings.progress_tolerance {
             Some(LbfgsStop::NoProgress)
@@ -307,19 +388,23 @@ impl Lbfgs {
         self.stop = Some(LbfgsStop::Cancelled);
     }
 
-    /// The current point: the start, or where the last iteration moved.
-    pub fn x(&self) -> &[f64] {
+    /// The current point as a vector of the space.
+    pub fn point(&self) -> &S::Vector {
         &self.x
     }
 
-    /// `f` at [`Self::x`].
-    pub fn value(&self) -> f64 {
-        self.value
+    /// The space the vectors live in.
+    pub fn space(&self) -> &S {
+        &self.space
     }
 
-    /// `∇f` at [`Self::x`].
-    pub fn gradient(&self) -> &[f64] {
-        &self.gradient
+    pub fn space_mut(&mut self) -> &mut S {
+        &mut self.space
+    }
+
+    /// `f` at the current point.
+    pub fn value(&self) -> f64 {
+        self.value
     }
 
     pub fn iterations(&self) -> usize {
@@ -342,10 +427,63 @@ impl Lbfgs {
 
     /// The run so far as [`minimise`] reports it (`stop` is `MaxIterations` while it runs).
     pub fn outcome(&self) -> LbfgsOutcome {
-        LbfgsOutcome { value: self.value, iterations: self.iterations, evaluations: self.evaluations, stop: self.stop.unwrap_or(LbfgsStop::MaxIterations), skipped_updates: self.memory.skipped }
+        LbfgsOutcome { value: self.value, iterations: self.iterations, evaluations: self.evaluations, stop: self.stop.unwrap_or(LbfgsStop::MaxIterations), skipped_updates: self.skipped }
     }
 }
 
-fn l1_norm(v: &[f64]) -> f64 {
-    v.iter().map(|x| x.abs()).sum()
+/// One iteration's line `x + t·d` in a space: trials evaluated at [`LbfgsVectors::point`],
+/// each reading `f`, `∇f·d` and whether `∇f` is finite with one [`LbfgsVectors::read`].
+struct SpaceLine<'a, S: LbfgsVectors, E: ?Sized> {
+    space: &'a mut S,
+    objective: &'a mut E,
+    x: &'a S::Vector,
+    direction: &'a S::Vector,
+    point: &'a mut S::Vector,
+    value: f64,
+    slope: f64,
+    max_abs: f64,
+    l1: f64,
+    evaluations: usize,
+}
+
+impl<S: LbfgsVectors, E: Evaluator<S> + ?Sized> Line for SpaceLine<'_, S, E> {
+    type Gradient = S::Vector;
+
+    fn value(&self) -> f64 {
+        self.value
+    }
+
+    fn slope(&self) -> f64 {
+        self.slope
+    }
+
+    /// The start is the current point, where `f` and `∇f` were finite (checked at the start
+    /// and at every point the search accepts).
+    fn origin_legal(&self) -> bool {
+        true
+    }
+
+    async fn at(&mut self, step: f64) -> Result<Trial<S::Vector>, Interrupted> {
+        self.space.combine(Some(self.x), step, self.direction, self.point);
+        let mut gradient = self.space.vector();
+        let direction = self.direction;
+        let (value, scalars) = self.objective.evaluate(self.space, self.point, &mut gradient, |space, g| vec![space.dot(g, direction), space.non_finite(g)]).await;
+        self.evaluations += 1;
+        if self.objective.interrupted() {
+            return Err(Interrupted { evaluations: self.evaluations });
+        }
+        Ok(Trial { step, value, slope: scalars[0], legal: value.is_finite() && scalars[1] == 0.0, gradient: Some(gradient) })
+    }
+
+    fn direction_max_abs(&mut self) -> f64 {
+        self.max_abs
+    }
+
+    fn direction_l1(&mut self) -> f64 {
+        self.l1
+    }
+
+    fn evaluations(&self) -> usize {
+        self.evaluations
+    }
 }

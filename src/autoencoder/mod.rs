@@ -9,7 +9,8 @@
 //!   reported by name;
 //! - `lbfgs` + `wolfe`: minFunc's L-BFGS and strong-Wolfe line search (the exercise's
 //!   optimiser), on the same `Objective` as the supervised conjugate gradient, and stepwise
-//!   ([`lbfgs::Lbfgs`]) on an `AsyncObjective` (`stepwise`: the page awaits the device);
+//!   ([`lbfgs::Lbfgs`]) on an `AsyncObjective` (`stepwise`: the page awaits the device), its
+//!   vectors on the host or a device (`vectors`);
 //! - `sgd`: mini-batch gradient descent with momentum;
 //! - `optimise`: one entry point for the three;
 //! - `stack`: stacked autoencoders, greedy pretraining and fine-tuning into a SoftMax.
@@ -21,6 +22,7 @@ pub mod optimise;
 pub mod sgd;
 pub mod stack;
 pub mod stepwise;
+pub mod vectors;
 pub mod wolfe;
 
 pub use cost::{cost, cost_and_gradient, Cost, CostError, CostSettings, Workspace};

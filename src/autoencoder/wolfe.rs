@@ -9,8 +9,11 @@
 //! search from halfway back to the last legal step; here too, halving while the value is not
 //! finite and interpolating a quadratic (steps kept within `[10⁻³t, 0.6t]`) while it is.
 //!
-//! Written once as [`search_async`] over an [`AsyncObjective`] (the page awaits the device's
-//! read-backs); [`search`] runs it to completion on a sync [`Objective`].
+//! Written once over a [`Line`]: the function along the line as scalars (`φ(t)`, `φ'(t)`) with
+//! each trial's gradient kept where the line keeps its vectors. [`search_async`] is the host's
+//! line over an [`AsyncObjective`] (the page awaits the device's read-backs), [`search`] runs it
+//! to completion on a sync [`Objective`]; L-BFGS searches its lines, on the host or a device,
+//! through the same [`search_line`].
 
 use super::stepwise::{block_on, AsyncObjective, Blocking};
 use crate::supervised::conjugate_gradient::Objective;
@@ -45,18 +48,41 @@ pub struct LineResult {
     pub wolfe: bool,
 }
 
-/// One trial: the step, `φ(t)`, `∇f(x + td)` and `φ'(t) = ∇f·d`.
-struct Trial {
-    step: f64,
-    value: f64,
-    gradient: Vec<f64>,
-    slope: f64,
+/// One trial: the step, `φ(t)`, `φ'(t) = ∇f·d`, whether `f` and `∇f` are finite there, and
+/// `∇f(x + td)` where the line keeps it (`None`: the start's).
+pub(crate) struct Trial<G> {
+    pub step: f64,
+    pub value: f64,
+    pub slope: f64,
+    pub legal: bool,
+    pub gradient: Option<G>,
 }
 
-impl Trial {
+impl<G> Trial<G> {
     fn is_legal(&self) -> bool {
-        self.value.is_finite() && self.gradient.iter().all(|g| g.is_finite())
+        self.legal
     }
+}
+
+/// The function along one line, as the search sees it: `φ(0)` and `φ'(0)`, trials at steps
+/// `t`, and the direction's size. The host's line ([`search_async`]) and L-BFGS's line over
+/// any [`LbfgsVectors`](super::vectors::LbfgsVectors) space run the same search.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Line {
+    type Gradient;
+    /// `φ(0)`.
+    fn value(&self) -> f64;
+    /// `φ'(0)`.
+    fn slope(&self) -> f64;
+    /// Whether `f` and `∇f` are finite at the start.
+    fn origin_legal(&self) -> bool;
+    async fn at(&mut self, step: f64) -> Result<Trial<Self::Gradient>, Interrupted>;
+    /// `max|dᵢ|`, the zoom's scale.
+    fn direction_max_abs(&mut self) -> f64;
+    /// `Σ|dᵢ|`, the backtracking's length.
+    fn direction_l1(&mut self) -> f64;
+    /// Trials evaluated so far.
+    fn evaluations(&self) -> usize;
 }
 
 /// The start of a search: the point, the direction and `f`, `∇f` and `∇f·d` there.
@@ -75,16 +101,30 @@ pub struct Interrupted {
     pub evaluations: usize,
 }
 
-/// Evaluates trial steps along the line, counting them.
-struct Line<'a, 'b, O: ?Sized> {
+/// The host's line: `f64` vectors, trials through an [`AsyncObjective`].
+struct HostLine<'a, 'b, O: ?Sized> {
     objective: &'a mut O,
     start: &'a LineStart<'b>,
     point: &'a mut Vec<f64>,
     evaluations: usize,
 }
 
-impl<O: AsyncObjective + ?Sized> Line<'_, '_, O> {
-    async fn at(&mut self, step: f64) -> Result<Trial, Interrupted> {
+impl<O: AsyncObjective + ?Sized> Line for HostLine<'_, '_, O> {
+    type Gradient = Vec<f64>;
+
+    fn value(&self) -> f64 {
+        self.start.value
+    }
+
+    fn slope(&self) -> f64 {
+        self.start.slope
+    }
+
+    fn origin_legal(&self) -> bool {
+        self.start.value.is_finite() && self.start.gradient.iter().all(|g| g.is_finite())
+    }
+
+    async fn at(&mut self, step: f64) -> Result<Trial<Vec<f64>>, Interrupted> {
         self.point.clear();
         self.point.extend(self.start.x.iter().zip(self.start.direction).map(|(x, d)| x + step * d));
         let mut gradient = vec![0.0; self.point.len()];
@@ -94,21 +134,29 @@ impl<O: AsyncObjective + ?Sized> Line<'_, '_, O> {
             return Err(Interrupted { evaluations: self.evaluations });
         }
         let slope = dot(&gradient, self.start.direction);
-        Ok(Trial { step, value, gradient, slope })
+        let legal = value.is_finite() && gradient.iter().all(|g| g.is_finite());
+        Ok(Trial { step, value, slope, legal, gradient: Some(gradient) })
     }
 
-    fn origin(&self) -> Trial {
-        Trial { step: 0.0, value: self.start.value, gradient: self.start.gradient.to_vec(), slope: self.start.slope }
+    fn direction_max_abs(&mut self) -> f64 {
+        self.start.direction.iter().fold(0.0f64, |m, d| m.max(d.abs()))
     }
 
-    fn armijo(&self, trial: &Trial, c1: f64) -> bool {
-        trial.value <= self.start.value + c1 * trial.step * self.start.slope
+    fn direction_l1(&mut self) -> f64 {
+        self.start.direction.iter().map(|d| d.abs()).sum()
     }
 
-    fn finish(self, best: Trial, wolfe: bool, gradient_out: &mut Vec<f64>) -> LineResult {
-        *gradient_out = best.gradient;
-        LineResult { step: best.step, value: best.value, evaluations: self.evaluations, wolfe }
+    fn evaluations(&self) -> usize {
+        self.evaluations
     }
+}
+
+fn origin<L: Line + ?Sized>(line: &L) -> Trial<L::Gradient> {
+    Trial { step: 0.0, value: line.value(), slope: line.slope(), legal: line.origin_legal(), gradient: None }
+}
+
+fn armijo<L: Line + ?Sized, G>(line: &L, trial: &Trial<G>, c1: f64) -> bool {
+    trial.value <= line.value() + c1 * trial.step * line.slope()
 }
 
 /// Searches along `start.direction` from `start.x`, first trying `first_step`. The gradient
@@ -121,34 +169,44 @@ pub fn search(objective: &mut dyn Objective, start: &LineStart, first_step: f64,
 /// [`search`] over an evaluator that may have to wait; `Err` when it was
 /// [interrupted](AsyncObjective::interrupted) (`gradient_out` then holds nothing of use).
 pub async fn search_async<O: AsyncObjective + ?Sized>(objective: &mut O, start: &LineStart<'_>, first_step: f64, settings: &WolfeSettings, point: &mut Vec<f64>, gradient_out: &mut Vec<f64>) -> Result<LineResult, Interrupted> {
+    let mut line = HostLine { objective, start, point, evaluations: 0 };
+    let (result, gradient) = search_line(&mut line, first_step, settings).await?;
+    *gradient_out = gradient.unwrap_or_else(|| start.gradient.to_vec());
+    Ok(result)
+}
+
+/// The search on any [`Line`]: the result and the chosen trial's gradient (`None`: the
+/// start's, when no lower point was found).
+pub(crate) async fn search_line<L: Line + ?Sized>(line: &mut L, first_step: f64, settings: &WolfeSettings) -> Result<(LineResult, Option<L::Gradient>), Interrupted> {
     let (c1, c2, max_ls) = (settings.c1, settings.c2, settings.max_evaluations);
-    let mut line = Line { objective, start, point, evaluations: 0 };
-    let curvature = |trial: &Trial| trial.slope.abs() <= -c2 * start.slope;
+    let start_slope = line.slope();
+    let curvature = |trial: &Trial<L::Gradient>| trial.slope.abs() <= -c2 * start_slope;
+    let finish = |line: &L, best: Trial<L::Gradient>, wolfe: bool| (LineResult { step: best.step, value: best.value, evaluations: line.evaluations(), wolfe }, best.gradient);
 
     // Bracketing phase: extrapolate until the step is too long or the slope turns.
-    let mut previous = line.origin();
+    let mut previous = origin(line);
     let mut current = line.at(first_step).await?;
     let mut iterations = 0;
-    let mut bracket: [Trial; 2];
+    let mut bracket: [Trial<L::Gradient>; 2];
     loop {
         if !current.is_legal() {
-            let found = backtrack(&mut line, 0.5 * (current.step + previous.step), settings).await?;
-            let best = found.unwrap_or_else(|| line.origin());
-            return Ok(line.finish(best, false, gradient_out));
+            let found = backtrack(line, 0.5 * (current.step + previous.step), settings).await?;
+            let best = found.unwrap_or_else(|| origin(line));
+            return Ok(finish(line, best, false));
         }
-        if !line.armijo(&current, c1) || (iterations > 1 && current.value >= previous.value) {
+        if !armijo(line, &current, c1) || (iterations > 1 && current.value >= previous.value) {
             bracket = [previous, current];
             break;
         }
         if curvature(&current) {
-            return Ok(line.finish(current, true, gradient_out));
+            return Ok(finish(line, current, true));
         }
         if current.slope >= 0.0 {
             bracket = [previous, current];
             break;
         }
         if iterations >= max_ls {
-            bracket = [line.origin(), current];
+            bracket = [origin(line), current];
             break;
         }
         let min_step = current.step + 0.01 * (current.step - previous.step);
@@ -160,7 +218,7 @@ pub async fn search_async<O: AsyncObjective + ?Sized>(objective: &mut O, start: 
     }
 
     // Zoom phase: interpolate inside the bracket, keeping its lower end the lowest point.
-    let scale = start.direction.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+    let scale = line.direction_max_abs();
     let mut insufficient_progress = false;
     let mut wolfe = false;
     while !wolfe && iterations < max_ls {
@@ -182,7 +240,7 @@ pub async fn search_async<O: AsyncObjective + ?Sized>(objective: &mut O, start: 
         }
         let new = line.at(t).await?;
         iterations += 1;
-        if !new.is_legal() || !line.armijo(&new, c1) || new.value >= bracket[low].value {
+        if !new.is_legal() || !armijo(line, &new, c1) || new.value >= bracket[low].value {
             bracket[high] = new;
         } else {
             if curvature(&new) {
@@ -200,25 +258,25 @@ pub async fn search_async<O: AsyncObjective + ?Sized>(objective: &mut O, start: 
     }
     let [first, second] = bracket;
     let best = if !second.is_legal() || first.value <= second.value { first } else { second };
-    Ok(line.finish(best, wolfe, gradient_out))
+    Ok(finish(line, best, wolfe))
 }
 
 /// Armijo backtracking from `step` (minFunc's `ArmijoBacktrack`): halve while the point is
 /// not finite, else jump to the minimum of the quadratic through `φ(0)`, `φ'(0)` and `φ(t)`,
 /// kept within `[10⁻³t, 0.6t]`. `None` once the step `Σ|t·dᵢ|` falls below the tolerance.
-async fn backtrack<O: AsyncObjective + ?Sized>(line: &mut Line<'_, '_, O>, mut step: f64, settings: &WolfeSettings) -> Result<Option<Trial>, Interrupted> {
-    let length: f64 = line.start.direction.iter().map(|d| d.abs()).sum();
+async fn backtrack<L: Line + ?Sized>(line: &mut L, mut step: f64, settings: &WolfeSettings) -> Result<Option<Trial<L::Gradient>>, Interrupted> {
+    let length = line.direction_l1();
     loop {
         if step * length <= settings.progress_tolerance || !step.is_finite() {
             return Ok(None);
         }
         let trial = line.at(step).await?;
-        if trial.is_legal() && line.armijo(&trial, settings.c1) {
+        if trial.is_legal() && armijo(line, &trial, settings.c1) {
             return Ok(Some(trial));
         }
         let next = if trial.value.is_finite() {
-            let curvature = trial.value - line.start.value - line.start.slope * step;
-            -line.start.slope * step * step / (2.0 * curvature)
+            let curvature = trial.value - line.value() - line.slope() * step;
+            -line.slope() * step * step / (2.0 * curvature)
         } else {
             0.5 * step
         };
@@ -229,7 +287,7 @@ async fn backtrack<O: AsyncObjective + ?Sized>(line: &mut Line<'_, '_, O>, mut s
 /// The minimiser of the cubic through two points with their values and slopes, within
 /// `[lower, upper]` (minFunc's `polyinterp` for two points); the middle of the interval
 /// when the cubic has no minimum.
-fn cubic_minimiser(a: &Trial, b: &Trial, lower: f64, upper: f64) -> f64 {
+fn cubic_minimiser<G>(a: &Trial<G>, b: &Trial<G>, lower: f64, upper: f64) -> f64 {
     let (near, far) = if a.step <= b.step { (a, b) } else { (b, a) };
     let d1 = near.slope + far.slope - 3.0 * (near.value - far.value) / (near.step - far.step);
     let discriminant = d1 * d1 - near.slope * far.slope;
