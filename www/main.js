@@ -128,8 +128,9 @@ async function cancel() {
   if (app.cancelFlag) Atomics.store(app.cancelFlag, 0, 1);
   const reply = app.rpc('cancel').then(() => true, () => true);
   if (await Promise.race([reply, sleep(1500).then(() => false)])) return { restarted: false };
-  // An autoencoder iteration always ends, and the worker hears Cancel right after it.
-  if (app.cancelFlag || app.family === 'autoencoder') {
+  // An autoencoder iteration or a sparse coding mini-batch always ends, and the worker hears
+  // Cancel right after it.
+  if (app.cancelFlag || (app.family && app.family !== 'dbn')) {
     await reply;
     return { restarted: false };
   }
@@ -183,6 +184,7 @@ Promise.all([
   mountOptional('./views/index.js', 'mountViews', { pictures: $('pictures'), more: $('views') }),
   mountOptional('./views/network.js', 'mountNetwork', $('network-drawing')),
   mountOptional('./views/autoencoder.js', 'mountAutoencoderViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
+  mountOptional('./views/sparse_coding.js', 'mountSparseCodingViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./share.js', 'mountShare', $('share')),
   mountOptional('./storage.js', 'mountStorage', $('storage')),
 ]).then(layout.update);

@@ -15,6 +15,7 @@ const TEST_HOOKS = ['simulate_gpu_loss', 'max_fetch_bytes'];
 const FAMILY_PARTS = {
   dbn: { belowFold: ['charts', 'reconstructions', 'histograms', 'dream', 'results', 'storage', 'epoch_log'], headline: [] },
   autoencoder: { belowFold: ['ae_log'], headline: ['chart_ae_cost', 'chart_ae_sparsity'] },
+  sparse_coding: { belowFold: ['sc_log'], headline: ['chart_sc_objective', 'chart_sc_codes'] },
 };
 
 // What an embed can show. `keys`: the hide flags an unchecked option sets; `children`: finer
@@ -27,6 +28,7 @@ const EMBED_OPTIONS = [
     children: [
       { id: 'steps', family: 'dbn', label: 'Step buttons', keys: ['step_batch', 'step_epoch'], tip: 'Step batch and Step epoch: train one mini-batch or one epoch at a time.' },
       { id: 'ae_step', family: 'autoencoder', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one iteration at a time.' },
+      { id: 'sc_step', family: 'sparse_coding', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one mini-batch at a time.' },
       { id: 'cancel_reset', label: 'Cancel and Reset', keys: ['cancel', 'reset'], tip: 'Cancel stops a run; Reset forgets the model.' },
     ],
   },
@@ -35,7 +37,7 @@ const EMBED_OPTIONS = [
   {
     id: 'model', label: 'Settings form', keys: ['model'], tip: 'Every model and training setting. Hidden, the embed trains with the settings of this link.',
     children: [
-      { id: 'family', label: 'Model family choice', keys: ['family'], tip: 'The choice between the deep belief net and the sparse autoencoder. Hidden, the embed keeps the family of this link.' },
+      { id: 'family', label: 'Model family choice', keys: ['family'], tip: 'The choice between the deep belief net, the sparse autoencoder and sparse coding. Hidden, the embed keeps the family of this link.' },
     ],
   },
   { id: 'samples', family: 'dbn', label: 'Gibbs samples', keys: ['samples'], tip: 'The Gibbs chains: what the model generates.' },
@@ -44,6 +46,10 @@ const EMBED_OPTIONS = [
   { id: 'ae_reconstructions', family: 'autoencoder', label: 'Reconstructions', keys: ['ae_reconstructions'], tip: 'Digits from the data above what the autoencoder gives back.' },
   { id: 'chart_ae_cost', family: 'autoencoder', label: 'Cost curve', keys: ['chart_ae_cost'], tip: 'The cost J and its three terms, per iteration.' },
   { id: 'chart_ae_sparsity', family: 'autoencoder', label: 'ρ̂ plot', keys: ['chart_ae_sparsity'], tip: 'Each hidden unit\'s mean activation ρ̂ against the target ρ.' },
+  { id: 'sc_bases', family: 'sparse_coding', label: 'Basis', keys: ['sc_bases'], tip: 'The basis vectors, drawn as images.' },
+  { id: 'sc_reconstructions', family: 'sparse_coding', label: 'Reconstructions', keys: ['sc_reconstructions'], tip: 'Patches from the digits above what the basis and their codes rebuild.' },
+  { id: 'chart_sc_objective', family: 'sparse_coding', label: 'Objective curve', keys: ['chart_sc_objective'], tip: 'The objective ½‖X − BA‖² + β‖A‖₁ after each mini-batch.' },
+  { id: 'chart_sc_codes', family: 'sparse_coding', label: 'Codes and sparsity', keys: ['chart_sc_codes'], tip: 'The histograms of the non-zero codes and of the non-zero codes per patch, against the target sparsity.' },
   { id: 'headline', family: 'dbn', label: 'Headline charts', keys: ['headline'], tip: 'The charts next to the pictures on the first screen.' },
   { id: 'charts', family: 'dbn', label: 'More charts (below the fold)', keys: ['charts'], tip: 'The full set of training charts below the first screen.' },
   { id: 'reconstructions', family: 'dbn', label: 'Reconstructions', keys: ['reconstructions'], tip: 'Data cases beside their reconstructions through the stack.' },
@@ -53,6 +59,7 @@ const EMBED_OPTIONS = [
   { id: 'storage', family: 'dbn', label: 'Save and load', keys: ['storage'], tip: 'Downloading and uploading models and logs.' },
   { id: 'epoch_log', family: 'dbn', label: 'Epoch log', keys: ['epoch_log'], tip: 'The text log, one line per epoch.' },
   { id: 'ae_log', family: 'autoencoder', label: 'Iteration log and Save model', keys: ['ae_log'], tip: 'Below the first screen: one line per iteration, and Save model.' },
+  { id: 'sc_log', family: 'sparse_coding', label: 'Mini-batch log and Save model', keys: ['sc_log'], tip: 'Below the first screen: one line per mini-batch, and Save model.' },
   { id: 'about', label: 'Introduction text', keys: ['about'], tip: 'The explanation of the models under the page.' },
   { id: 'share', label: 'Share/Embed buttons', keys: ['share'], shown: false, tip: 'These Copy link and Embed buttons, inside the embed.' },
 ];
@@ -81,14 +88,14 @@ export function embedUrl(href, hiddenKeys, family = 'dbn') {
     if (key.endsWith('_hide') || TEST_HOOKS.includes(key)) params.delete(key);
   }
   const parts = FAMILY_PARTS[family] ?? FAMILY_PARTS.dbn;
-  if (family === 'autoencoder') params.set('family', family);
+  if (family !== 'dbn') params.set('family', family);
   else params.delete('family');
   const hidden = new Set(hiddenKeys);
   if (parts.headline.length && parts.headline.every((key) => hidden.has(key))) hidden.add('headline');
   if (parts.belowFold.every((key) => hidden.has(key))) hidden.add('more_heading');
   for (const key of hidden) params.set(`${key}_hide`, '1');
   // Without its results the DBN's supervised stage would only cost the visitor time.
-  if (family !== 'autoencoder' && hidden.has('results')) params.set('supervised', '0');
+  if (family === 'dbn' && hidden.has('results')) params.set('supervised', '0');
   return `${base}#${params}`;
 }
 
@@ -261,7 +268,7 @@ function mountEmbedBuilder(element, app) {
   dialog.addEventListener('input', (event) => { if (event.target !== code) update(); });
   dialog.addEventListener('change', (event) => { if (event.target !== code) update(); });
   openButton.addEventListener('click', () => {
-    family = app?.family === 'autoencoder' ? 'autoencoder' : 'dbn';
+    family = app?.family in FAMILY_PARTS ? app.family : 'dbn';
     showFamilyOptions();
     update({ previewNow: true });
     dialog.showModal();

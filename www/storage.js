@@ -217,8 +217,8 @@ export function mountStorage(container, app) {
   });
   app.on('finished', ({ stopped, restarted, error, family }) => {
     // A restarted engine has no model yet: `worker_restarted` below gives it the saved one.
-    // The autoencoder's run leaves the DBN's model as it was (its own Save model is in its view).
-    if (restarted || family === 'autoencoder') return;
+    // Another family's run leaves the DBN's model as it was (its own Save model is in its view).
+    if (restarted || (family && family !== 'dbn')) return;
     keep(error ? 'Training stopped by an error; the model so far is kept.' : stopped ? 'Training stopped; the model so far is kept.' : 'Training finished.');
   });
   // Cancelling a blocking stage on a non-isolated page replaces the engine: it gets the last

@@ -7,6 +7,7 @@
 // single-threaded package. WebGPU works in both.
 import { createTrainingRun } from './worker/training.js';
 import { createAutoencoderRun } from './worker/autoencoder.js';
+import { createSparseCodingRun } from './worker/sparse_coding.js';
 import { fetchBytes, MAX_FETCH_BYTES } from './worker/fetch.js';
 
 const isolated = self.crossOriginIsolated === true;
@@ -89,7 +90,18 @@ const autoencoder = createAutoencoderRun({
   get runtime() { return runtime; },
   get webgpu() { return webgpu; },
 });
-const anyRun = () => training.active() || autoencoder.active();
+// Sparse coding's run (issue 18), the third family, alike.
+const sparseCoding = createSparseCodingRun({
+  get playground() { return playground; },
+  get wasm() { return wasm; },
+  post,
+  get runtime() { return runtime; },
+  get webgpu() { return webgpu; },
+});
+const familyRuns = { autoencoder, sparse_coding: sparseCoding };
+// The family run in progress, if any (else the DBN's commands apply).
+const activeFamily = () => Object.values(familyRuns).find((r) => r.active()) ?? null;
+const anyRun = () => training.active() || !!activeFamily();
 
 const core = {
   async loadDefault() {
@@ -132,21 +144,23 @@ const core = {
     return playground.case_images(Uint32Array.from(cases), columns);
   },
   async train(args) {
-    if (args.config?.family === 'autoencoder') {
+    const family = familyRuns[args.config?.family];
+    for (const other of Object.values(familyRuns)) if (other !== family) await other.cancel();
+    if (family) {
       await training.cancel();
-      return autoencoder.start(args);
+      return family.start(args);
     }
-    await autoencoder.cancel();
     return training.start(args);
   },
-  pause: () => (autoencoder.active() ? autoencoder.pause() : training.pause()),
-  resume: () => (autoencoder.active() ? autoencoder.resume() : training.resume()),
-  stepBatch: () => (autoencoder.active() ? autoencoder.step() : training.stepBatch()),
-  stepEpoch: () => (autoencoder.active() ? autoencoder.step() : training.stepEpoch()),
-  cancel: () => (autoencoder.active() ? autoencoder.cancel() : training.cancel()),
+  pause: () => (activeFamily() ? activeFamily().pause() : training.pause()),
+  resume: () => (activeFamily() ? activeFamily().resume() : training.resume()),
+  stepBatch: () => (activeFamily() ? activeFamily().step() : training.stepBatch()),
+  stepEpoch: () => (activeFamily() ? activeFamily().step() : training.stepEpoch()),
+  cancel: () => (activeFamily() ? activeFamily().cancel() : training.cancel()),
   // A fresh engine state with the same data: the model, chains and history go.
   async reset() {
     await autoencoder.reset();
+    await sparseCoding.reset();
     await training.cancel();
     await training.finishedPromise();
     // The chains and the dream belong to the model that goes.
@@ -163,12 +177,12 @@ const core = {
     return { reset: true };
   },
   async status() {
-    return { running: anyRun(), paused: training.paused() || autoencoder.paused(), runtime, webgpu };
+    return { running: anyRun(), paused: training.paused() || !!activeFamily()?.paused(), runtime, webgpu };
   },
-  // The family the page shows: the DBN's Gibbs chains and dream, hidden while the autoencoder
+  // The family the page shows: the DBN's Gibbs chains and dream, hidden while another family
   // is shown, pause there (no work, no frames) and go on where they were when the DBN is back.
   async showFamily({ family }) {
-    const held = family === 'autoencoder';
+    const held = !!family && family !== 'dbn';
     await commands.live_hold?.({ held });
     return { family, samplingPaused: held };
   },
@@ -190,7 +204,7 @@ const files = {
   },
 };
 
-let commands = { ...files, ...autoencoder.commands, ...core };
+let commands = { ...files, ...autoencoder.commands, ...sparseCoding.commands, ...core };
 
 const viewContext = {
   get playground() { return playground; },
@@ -212,7 +226,7 @@ const engineReady = (async () => {
   await loadEngine();
   try {
     const views = await import('./worker/views.js');
-    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...core };
+    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...sparseCoding.commands, ...core };
   } catch (error) {
     // Before the view handlers exist the page still trains; the views say they are missing.
     if (!/Failed to fetch|Cannot find module|error loading/i.test(message(error))) post('notice', { message: `view commands failed to load: ${message(error)}` });

@@ -5,7 +5,7 @@
 // in the hash stays in its control with an error naming the field, and Start refuses it.
 // The seed control is the DBN panel's (one `seed` key for both families).
 
-export const FAMILIES = [['dbn', 'Deep belief net (RBMs)'], ['autoencoder', 'Sparse autoencoder']];
+export const FAMILIES = [['dbn', 'Deep belief net (RBMs)'], ['autoencoder', 'Sparse autoencoder'], ['sparse_coding', 'Sparse coding']];
 export const DEFAULT_FAMILY = 'dbn';
 
 // key: the hash key; field: the AutoencoderTrainer config field (src/web/autoencoder.rs).
@@ -80,9 +80,9 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
   const familySelect = el('select', { id: 'family', name: 'family' }, ...FAMILIES.map(([v, label]) => new Option(label, v)));
   familySelect.value = family;
   const familyError = el('span', { className: 'error inline-error', id: 'family-error', role: 'alert', hidden: !familyFromHash || familyFromHash === family });
-  familyError.textContent = familyError.hidden ? '' : `Model (family): expected dbn or autoencoder, got "${familyFromHash}"; showing the deep belief net`;
+  familyError.textContent = familyError.hidden ? '' : `Model (family): expected ${FAMILIES.map(([v]) => v).join(', ')}, got "${familyFromHash}"; showing the deep belief net`;
   form.prepend(el('div', { className: 'family-row', dataset: { hideKey: 'family' } },
-    el('label', { className: 'setting', title: 'The kind of model to train. A deep belief net stacks RBMs trained greedily by contrastive divergence; a sparse autoencoder learns to reconstruct its input through a hidden layer whose units are mostly off.' },
+    el('label', { className: 'setting', title: 'The kind of model to train. A deep belief net stacks RBMs trained greedily by contrastive divergence; a sparse autoencoder learns to reconstruct its input through a hidden layer whose units are mostly off; sparse coding learns a basis from which each patch is rebuilt with a few non-zero codes.' },
       el('span', { className: 'name' }, 'Model'), familySelect), familyError));
 
   function control(param) {
@@ -197,13 +197,18 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
     const time = Number.isFinite(seconds) ? ` · ${seconds.toFixed(2)} s` : '';
     app.emit('run_progress', { fraction: Math.min(1, iteration / planned), text: `Iteration ${iteration} / ${planned} · ${costText(cost)}${time}${stop ? ` · stopped: ${String(stop).replace(/_/g, ' ')}` : ''}` });
   });
-  // One Step is one iteration here; mini-batch steps are the DBN's.
+  // One Step is one iteration here, one mini-batch for sparse coding; the DBN has two.
   const stepButton = document.getElementById('train-step-epoch');
-  const dbnStep = stepButton ? { text: stepButton.textContent, title: stepButton.title } : null;
+  const stepLabels = {
+    dbn: stepButton ? { text: stepButton.textContent, title: stepButton.title } : null,
+    autoencoder: { text: 'Step', title: 'Train one iteration (pauses first).' },
+    sparse_coding: { text: 'Step', title: 'Train one mini-batch: its codes, then the basis (pauses first).' },
+  };
   function labelStep() {
     if (!stepButton) return;
-    stepButton.textContent = family === 'autoencoder' ? 'Step' : dbnStep.text;
-    stepButton.title = family === 'autoencoder' ? 'Train one iteration (pauses first).' : dbnStep.title;
+    const label = stepLabels[family] ?? stepLabels.dbn;
+    stepButton.textContent = label.text;
+    stepButton.title = label.title;
   }
   app.on('family', labelStep);
   labelStep();

@@ -4,6 +4,7 @@
 // go to the URL hash; loading a hash restores every control.
 import { PARAMS, GROUPS, PRESETS, DEFAULT_PRESET, paramByKey, presetValues, parseValue, formatValue, checkValue, pageConfig, parameterCount, rbmLayers, parseSizes } from '../params.js';
 import { mountAutoencoderSettings } from './autoencoder.js';
+import { mountSparseCodingSettings } from './sparse_coding.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -156,9 +157,13 @@ export function mountModel(section, app) {
   for (const key of controls.keys()) writeControl(key, values[key]);
   // The model family up front; the autoencoder's settings replace the DBN's when chosen.
   const autoencoder = mountAutoencoderSettings(form, app, { onChange: () => refresh() });
+  const sparseCoding = mountSparseCodingSettings(form, app, { onChange: () => refresh() });
+  // The settings of the family shown when it is not the DBN.
+  const familyPanel = () => [autoencoder, sparseCoding].find((panel) => panel.active()) ?? null;
 
   function refresh() {
     autoencoder.update();
+    sparseCoding.update();
     $('preset-tip').textContent = PRESETS[preset].tip;
     const interp = values.layer_mode === 'interp';
     controls.get('layers').label.hidden = interp;
@@ -171,7 +176,7 @@ export function mountModel(section, app) {
     $('layer-sizes').textContent = `${[nInputs ?? '?', ...rbmLayers(values)].join(' → ')}${values.supervised ? ` → supervised ${[...parseSizes(values.sup_hidden), nOutputs || 'outputs'].join(' → ')}` : ''}`;
     $('param-count').textContent = nInputs ? parameterCount(nInputs, values, nOutputs).toLocaleString() : '?';
     showBackendChoice();
-    app.architecture = autoencoder.active() ? autoencoder.architecture() : {
+    app.architecture = familyPanel() ? familyPanel().architecture() : {
       inputs: nInputs ?? null, imageShape: app.data?.image_shape ?? null, rbm: rbmLayers(values), supervised: !!values.supervised,
       supervisedHidden: parseSizes(values.sup_hidden), outputs: nOutputs || null, outputKind: values.sup_output,
     };
@@ -228,7 +233,7 @@ export function mountModel(section, app) {
 
   // The network drawing's layer buttons: a layer opens the settings that shape it.
   app.on('open_layer', ({ kind, index }) => {
-    if (autoencoder.openLayer(kind)) return;
+    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind)) return;
     if (kind === 'inputs') {
       reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
       return;
@@ -253,7 +258,7 @@ export function mountModel(section, app) {
   });
   // The drawing's "+ layer" / "− layer".
   app.on('edit_layers', ({ rbm }) => {
-    if (app.running || autoencoder.active() || !Array.isArray(rbm) || !rbm.length) return;
+    if (app.running || familyPanel() || !Array.isArray(rbm) || !rbm.length) return;
     applySettings({ layer_mode: 'list', layers: rbm.join(',') });
   });
   refresh();
@@ -273,8 +278,8 @@ export function mountModel(section, app) {
     backend: () => values.backend,
     // The PageConfig, or throws naming the first invalid control (shown next to it).
     pageConfig() {
-      // The autoencoder shares only the seed with the DBN's settings.
-      for (const key of autoencoder.active() ? ['seed'] : controls.keys()) {
+      // The other families share only the seed with the DBN's settings.
+      for (const key of familyPanel() ? ['seed'] : controls.keys()) {
         const problem = validate(key, readControl(key));
         showError(key, problem);
         if (problem) {
@@ -282,11 +287,11 @@ export function mountModel(section, app) {
           throw Object.assign(new Error(problem), { field: key });
         }
       }
-      return autoencoder.active() ? autoencoder.pageConfig(values.seed) : pageConfig(values);
+      return familyPanel() ? familyPanel().pageConfig(values.seed) : pageConfig(values);
     },
     // Puts a worker error next to the control of the field it names; false if none matches.
     showFieldError(field, message) {
-      if (autoencoder.active() && field !== 'seed') return autoencoder.showFieldError(field, message);
+      if (familyPanel() && field !== 'seed') return familyPanel().showFieldError(field, message);
       const key = fieldKey(field);
       if (!key) return false;
       showError(key, message);
@@ -295,6 +300,7 @@ export function mountModel(section, app) {
     },
     clearErrors() {
       autoencoder.clearErrors();
+      sparseCoding.clearErrors();
       for (const key of controls.keys()) showError(key, '');
     },
     // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.

@@ -27,7 +27,7 @@ export function mountTraining(section, app, model) {
     buttons.stepBatch.disabled = !running || run?.stage === 'supervised' || run?.rbmDone;
     buttons.stepEpoch.disabled = buttons.stepBatch.disabled;
     buttons.cancel.disabled = !running;
-    buttons.reset.disabled = !ready || busy || (!app.model && !app.autoencoderModel && !running);
+    buttons.reset.disabled = !ready || busy || (!app.model && !app.autoencoderModel && !app.sparseCodingModel && !running);
   }
 
   async function command(cmd, errorTarget = $('train-error')) {
@@ -58,9 +58,9 @@ export function mountTraining(section, app, model) {
     delete $('train-status').dataset.finished;
     delete $('train-status').dataset.busySeen;
     $('train-progress').dataset.epochs = '0';
-    // The autoencoder's progress comes as `run_progress` (panels/autoencoder.js).
-    run = config.family === 'autoencoder'
-      ? { family: 'autoencoder', layers: 0, supervised: null, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'autoencoder', rbmDone: false }
+    // The other families' progress comes as `run_progress` (panels/autoencoder.js, sparse_coding.js).
+    run = config.family
+      ? { family: config.family, layers: 0, supervised: null, layer: 0, epoch: 0, epochs: 0, steps: [], stage: config.family, rbmDone: false }
       : { epochsPerLayer: config.stack.rbm.epochs, layers: config.stack.layers.length, supervised: config.supervised, layer: 0, epoch: 0, epochs: 0, steps: [], stage: 'rbm', rbmDone: false };
     $('epoch-log').replaceChildren();
     try {
@@ -203,7 +203,7 @@ export function mountTraining(section, app, model) {
     run.stopped = stopped;
     if (!stopped) run.currentStep = run.steps.length - 1;
     markSteps();
-    const kept = run.family === 'autoencoder' ? 'the model keeps its last iteration' : 'the layers trained so far are kept';
+    const kept = { autoencoder: 'the model keeps its last iteration', sparse_coding: 'the basis keeps its last mini-batch' }[run.family] ?? 'the layers trained so far are kept';
     const text = error ? `Stopped by an error: ${error}` : stopped ? `Cancelled; ${kept}.` : `Done${run.progressText ? `: ${run.progressText}` : ''}. Change a setting and Start again to compare.`;
     if (!stopped) setProgress(1, text);
     else {
@@ -239,6 +239,6 @@ export function mountTraining(section, app, model) {
     setProgress(0, `Model loaded: RBM stack ${sizes}${supervised}. Start trains a new one from scratch.`);
   });
   app.on('notice', ({ message }) => showText($('train-notice'), message));
-  for (const event of ['ready', 'data', 'model', 'ae_model']) app.on(event, setButtons);
+  for (const event of ['ready', 'data', 'model', 'ae_model', 'sc_model']) app.on(event, setButtons);
   setButtons();
 }

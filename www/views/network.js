@@ -7,7 +7,8 @@
 // `epoch`, `batch`, `layer_finished`, `supervised_progress`, `finished`, `reset`, `model`
 // (a null summary: the model is gone), `model_loaded`, `state`; for the sparse autoencoder
 // (architecture.family 'autoencoder': inputs → hidden → reconstruction) `ae_started`,
-// `ae_iteration` and `ae_model`.
+// `ae_iteration` and `ae_model`; for sparse coding (architecture.family 'sparse_coding': a
+// patch's pixels → the basis) `sc_started`, `sc_step` and `sc_model`.
 // Emits: `open_layer { kind: 'inputs'|'rbm'|'supervised'|'outputs', index }` and
 // `edit_layers { rbm: number[] }`.
 import { el } from './canvas.js';
@@ -46,12 +47,21 @@ export function layersOf(architecture) {
   const layers = [];
   const { inputs, imageShape, rbm = [], supervised, supervisedHidden = [], outputs, outputKind } = architecture;
   const shape = Array.isArray(imageShape) && imageShape.length === 2 ? `(${imageShape[0]}×${imageShape[1]})` : '';
+  const patch = architecture.family === 'sparse_coding' && architecture.patch ? ' of a patch' : '';
   const inputMain = known(inputs) ? `${inputs} ${shape ? 'pixels' : 'inputs'}` : 'inputs';
   layers.push({
     kind: 'inputs', index: 0, size: known(inputs) ? inputs : null,
     main: inputMain, detail: known(inputs) ? shape : '(no data yet)', short: known(inputs) ? String(inputs) : '?',
-    description: `Input layer: ${known(inputs) ? `${inputMain}${shape ? ` ${shape}` : ''}` : 'no data loaded yet'}`,
+    description: `Input layer: ${known(inputs) ? `${inputMain}${shape ? ` ${shape}` : ''}${patch}` : 'no data loaded yet'}`,
   });
+  if (architecture.family === 'sparse_coding') {
+    const { bases } = architecture;
+    layers.push({
+      kind: 'sc_bases', index: 0, size: bases, link: 'basis', main: `bases · ${bases}`, detail: '(sparse codes)', short: String(bases),
+      description: `The basis: ${bases} basis vectors; each input is rebuilt as their sum weighted by its codes, most of them zero`,
+    });
+    return layers;
+  }
   if (architecture.family === 'autoencoder') {
     const { hidden } = architecture;
     const outputs = known(inputs) ? `${inputs} outputs` : 'outputs';
@@ -126,7 +136,9 @@ export function mountNetwork(element, app) {
     el('span', { className: 'network-key-item', dataset: { kind: 'encoder', family: 'autoencoder' } },
       el('span', { className: 'network-key encoder', 'aria-hidden': 'true' }, '—'), ' encoder W1'),
     ' ', el('span', { className: 'network-key-item', dataset: { kind: 'decoder', family: 'autoencoder' } },
-      el('span', { className: 'network-key decoder', 'aria-hidden': 'true' }, '—'), ' decoder W2 (trained together by L-BFGS)'));
+      el('span', { className: 'network-key decoder', 'aria-hidden': 'true' }, '—'), ' decoder W2 (trained together by L-BFGS)'),
+    el('span', { className: 'network-key-item', dataset: { kind: 'basis', family: 'sparse_coding' } },
+      el('span', { className: 'network-key basis', 'aria-hidden': 'true' }, '—'), ' basis B (input ≈ B · codes)'));
   element.replaceChildren(svg, el('div', { className: 'network-bar' }, legend,
     el('div', { className: 'network-edit', role: 'group', 'aria-label': 'RBM layers' }, removeButton, addButton)));
 
@@ -309,6 +321,10 @@ export function mountNetwork(element, app) {
       for (const name of [key('ae_hidden', 0), key('ae_output', 0)]) set(name, stopped ? 'pending' : 'done');
       return;
     }
+    if (family === 'sparse_coding') {
+      set(key('sc_bases', 0), stopped ? 'pending' : 'done');
+      return;
+    }
     if (stopped) {
       // What was in training did not finish (a cancelled RBM layer reports layer_finished).
       for (const [name, state] of run.states) if (state === 'training') set(name, 'pending');
@@ -336,6 +352,16 @@ export function mountNetwork(element, app) {
   app.on('ae_started', update(() => autoencoderProgress('iteration 0')));
   app.on('ae_iteration', update(({ iteration }) => autoencoderProgress(`iteration ${iteration}`)));
   app.on('ae_model', update(({ summary }) => {
+    if (!summary) clearRun();
+  }));
+  // Sparse coding learns its basis mini-batch by mini-batch.
+  const basisProgress = (text) => {
+    set(key('sc_bases', 0), 'training', text);
+    run.stage = 'sparse_coding';
+  };
+  app.on('sc_started', update(() => basisProgress('pass 0')));
+  app.on('sc_step', update(({ pass, batch, batches }) => basisProgress(`pass ${pass} · ${batch}/${batches}`)));
+  app.on('sc_model', update(({ summary }) => {
     if (!summary) clearRun();
   }));
 
