@@ -6,8 +6,9 @@
 import { el } from './canvas.js';
 
 const HEIGHT = 150;
-const PAD = { left: 40, right: 8, top: 8, bottom: 22 };
-const GAP = 18;
+// The top row holds the two plots' titles, the bottom row their axis labels.
+const PAD = { top: 18, bottom: 22 };
+const GAP = 28;
 const BAR = '#2f6fdd';
 const USED = '#2b8a3e';
 const TARGET = '#c2410c';
@@ -69,7 +70,7 @@ export function mountCodes(container) {
     label(g, (-edge).toPrecision(2), left.x, below, 'left');
     label(g, '0', left.x + left.width / 2, below);
     label(g, edge.toPrecision(2), left.x + left.width, below, 'right');
-    label(g, 'non-zero code values', left.x + left.width / 2, PAD.top - 2);
+    label(g, 'non-zero code values', left.x + left.width / 2, 2);
     // Right: patches by their number of non-zero codes, the target's count dashed.
     const right = { x: half + GAP, width: half - 8 };
     const targetCount = target === null || target === undefined ? null : target * bases;
@@ -91,8 +92,8 @@ export function mountCodes(container) {
     if (targetCount !== null) line(at(targetCount), TARGET, [5, 4]);
     line(at(last.mean), '#1d2330', []);
     label(g, '0', right.x, below, 'left');
-    label(g, `${shown - 1} non-zero codes per patch`, right.x + right.width, below, 'right');
-    label(g, targetCount === null ? `mean ${last.mean.toFixed(1)}` : `target ${targetCount.toFixed(1)} · mean ${last.mean.toFixed(1)}`, right.x + right.width / 2, PAD.top - 2, 'center', targetCount === null ? MUTED : TARGET);
+    label(g, String(shown - 1), right.x + right.width, below, 'right');
+    label(g, 'non-zero codes per patch', right.x + right.width / 2, 2);
   }
 
   if (typeof ResizeObserver === 'function') {
