@@ -85,13 +85,17 @@ impl LayerSettings {
     }
 }
 
-/// `J` and its three terms.
+/// `J` and its three terms: a layer's record here, each step of an
+/// [`AutoencoderSession`](crate::engine::autoencoder_session::AutoencoderSession) (the page
+/// reads them as `total`, `reconstruction`, …), and an evaluation of the device's cost.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CostTerms {
-    #[serde(rename = "J")]
     pub total: f64,
+    /// `½‖x̂ − x‖²/m`.
     pub reconstruction: f64,
+    /// `(λ/2)(‖W₁‖² + ‖W₂‖²)`.
     pub weight_decay: f64,
+    /// `β Σⱼ KL(ρ ‖ ρ̂ⱼ)`.
     pub sparsity: f64,
 }
 

@@ -22,7 +22,7 @@ use crate::autoencoder::stepwise::AsyncObjective;
 use crate::autoencoder::{cost, cost_and_gradient, Autoencoder, Cost, CostError, CostSettings, Workspace};
 use crate::backend::cpu::CpuBackend;
 use crate::clock::now_seconds;
-use crate::gpu::autoencoder::{AutoencoderKernels, DeviceCost, GpuCost, GpuCostError};
+use crate::gpu::autoencoder::{AutoencoderKernels, GpuCost, GpuCostError};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Optimiser {
@@ -32,36 +32,8 @@ pub enum Optimiser {
     Sgd(SgdSettings),
 }
 
-/// `J` and its three terms.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct CostTerms {
-    pub total: f64,
-    /// `½‖x̂ − x‖²/m`.
-    pub reconstruction: f64,
-    /// `(λ/2)(‖W₁‖² + ‖W₂‖²)`.
-    pub weight_decay: f64,
-    /// `β Σⱼ KL(ρ ‖ ρ̂ⱼ)`.
-    pub sparsity: f64,
-}
-
-impl From<&Cost> for CostTerms {
-    fn from(c: &Cost) -> Self {
-        CostTerms { total: c.total, reconstruction: c.reconstruction, weight_decay: c.weight_decay, sparsity: c.sparsity }
-    }
-}
-
-/// The model file's record of the terms (`J` named as the file names it).
-impl From<CostTerms> for crate::autoencoder::stack::CostTerms {
-    fn from(c: CostTerms) -> Self {
-        crate::autoencoder::stack::CostTerms { total: c.total, reconstruction: c.reconstruction, weight_decay: c.weight_decay, sparsity: c.sparsity }
-    }
-}
-
-impl From<DeviceCost> for CostTerms {
-    fn from(c: DeviceCost) -> Self {
-        CostTerms { total: c.total, reconstruction: c.reconstruction, weight_decay: c.weight_decay, sparsity: c.sparsity }
-    }
-}
+/// `J` and its three terms (one type with the model file's record and the device's cost).
+pub use crate::autoencoder::stack::CostTerms;
 
 /// What one step did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

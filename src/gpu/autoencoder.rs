@@ -53,16 +53,7 @@ use crate::backend::Activation;
 use std::fmt;
 
 /// `J` and its three terms, in f64 from the device's f32 sums.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DeviceCost {
-    pub total: f64,
-    /// `½‖x̂ − x‖²/m`.
-    pub reconstruction: f64,
-    /// `(λ/2)(‖W₁‖² + ‖W₂‖²)`.
-    pub weight_decay: f64,
-    /// `β Σⱼ KL(ρ ‖ ρ̂ⱼ)`.
-    pub sparsity: f64,
-}
+pub type DeviceCost = crate::autoencoder::stack::CostTerms;
 
 /// Why an evaluation gave no number: the cost itself (shape, setting, NaN/Inf, as the CPU
 /// reports it) or the device.
