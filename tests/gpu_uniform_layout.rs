@@ -12,7 +12,7 @@
 //!   skip `kernel_sources`.
 
 use deepbelief::gpu::shader::{kernel_sources, KernelSource};
-use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, reduce, sample, schedule, trainer, update};
+use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, reduce, sample, schedule, sparse_coding, trainer, update};
 use naga::proc::Layouter;
 use naga::{AddressSpace, ScalarKind, TypeInner};
 use std::collections::BTreeMap;
@@ -146,6 +146,15 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
                 _pad2,
             }),
         ),
+        (
+            ("sparse_coding_codes", "params"),
+            rust_layout!(sparse_coding::CodeParams { rows, n_bases, n_inputs, slots, c_offset, g_offset, qd_offset, max_iterations, beta, tolerance, warm, _pad }),
+        ),
+        (
+            ("sparse_coding_basis", "params"),
+            rust_layout!(sparse_coding::BasisParams { n_inputs, n_bases, len, t_offset, span, groups, start_offset, change_offset, tolerance, half_data, _pad0, _pad1 }),
+        ),
+        (("sparse_coding_basis", "state"), rust_layout!(sparse_coding::BasisState { running, iterations, accepted, any_step, objective, before, decrease, last_change })),
         (("evaluate", "params"), rust_layout!(evaluate::Params { rows, width, n_hidden, flags, index_start, out_offset, count, _pad })),
         (("reduce", "params"), rust_layout!(reduce::ReduceParams { n, rows, width, flags, slot, span, _pad0, _pad1 })),
         (("schedule", "params"), schedule_params()),

@@ -3,12 +3,18 @@
 //! backend.
 //!
 //! One [`SparseCodingSession::step`] is one mini-batch of [`fit`](crate::sparse_coding::fit):
-//! its code step, then the basis step on the whole set's statistics. On the CPU the session
-//! steps a [`FitRun`] (so a CPU session takes `fit`'s steps bit for bit). The session keeps the
-//! last good basis and every case's latest codes on the host, so a lost device costs only the
-//! step in flight: that step fails naming the loss, the basis and codes stay as they were
-//! before it, and the next step takes the same mini-batch again on the CPU (a [`FitRun`]
-//! resumed from them).
+//! its code step, then the basis step on the whole set's statistics. On a GPU engine, for the
+//! settings the device runs (Raina's solver, the ColumnMajoriser basis step), the steps run on
+//! the device ([`DeviceFit`]: everything resident, awaited read-backs, so a browser can drive
+//! it); otherwise, and where the device cannot hold the problem, on the CPU, with the reason
+//! in [`SparseCodingSession::backend_reason`]. On the CPU the session steps a [`FitRun`] (so a
+//! CPU session takes `fit`'s steps bit for bit).
+//!
+//! After each device step the basis and the batch's codes are read back (one read-back), so
+//! the session always holds the last good basis and every case's latest codes on the host,
+//! and a lost device costs only the step in flight: that step fails naming the loss, the basis
+//! and codes stay as they were before it, and the next step takes the same mini-batch again on
+//! the CPU (a [`FitRun`] resumed from them).
 //!
 //! Each step's report has the whole set's objective after the step (from the statistics
 //! `S = AᵀA`, `T = XᵀA` and `‖A‖₁`, as the batch record has it), the fraction of non-zero codes
@@ -20,6 +26,8 @@ use super::Engine;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
 use crate::clock::now_seconds;
+use crate::gpu::sparse_coding::{DeviceFit, SparseCodingKernels};
+use crate::sparse_coding::basis_step::half_norm2;
 use crate::sparse_coding::fit::{FitPosition, FitRun};
 use crate::sparse_coding::products::{check_codes, check_data, objective, reconstruct, Objective};
 use crate::sparse_coding::{Basis, BatchRecord, FitSettings, PassRecord};
@@ -42,7 +50,9 @@ pub struct StepReport {
 
 /// Where the steps run.
 enum Side {
-    Cpu(FitRun),
+    Cpu(Box<FitRun>),
+    /// The device, and where its fit stands (its records of whole passes are the session's).
+    Device(Box<DeviceFit>),
 }
 
 /// A sparse coding fit in progress, one mini-batch at a time.
@@ -59,6 +69,8 @@ pub struct SparseCodingSession {
     /// Non-zero codes of each case, for the whole set's fraction.
     nonzero: Vec<u32>,
     records: Vec<BatchRecord>,
+    /// With `track_whole_set`: the whole set's objective before the first pass and after each.
+    passes: Vec<PassRecord>,
     initial_objective: f64,
     objective: f64,
     /// The objective after each step.
@@ -84,16 +96,38 @@ impl SparseCodingSession {
         let rows = check_data(&basis, &data).map_err(|e| e.to_string())?;
         check_codes(&basis, rows, &codes).map_err(|e| e.to_string())?;
         let n = basis.n_bases;
-        let run = FitRun::start(&CpuBackend, &basis, &data, &codes, &settings).map_err(|e| e.to_string())?;
-        let initial_objective = match run.passes().first() {
-            Some(pass) => pass.objective.total,
-            None if codes.iter().all(|&a| a == 0.0) => run.half_data_norm2(),
-            None => objective(&CpuBackend, &basis, &data, &codes, settings.beta).map_err(|e| e.to_string())?.total,
+        let (side, backend_reason) = match engine.sparse_coding_device(&settings) {
+            Ok(ctx) => match DeviceFit::new(ctx, Arc::new(SparseCodingKernels::new(ctx)), &basis, &data, &codes, &settings, FitPosition { pass: 1, batch: 0 }) {
+                Ok(device) => (Some(Side::Device(Box::new(device))), None),
+                Err(e) => (None, Some(format!("the device cannot run this fit ({e}), so the CPU does"))),
+            },
+            Err(reason) => (None, reason),
         };
-        let backend_reason = engine.is_gpu().then(|| "sparse coding steps run on the CPU: the device's kernels are not in this build yet".to_string());
+        let side = match side {
+            Some(side) => side,
+            None => Side::Cpu(Box::new(FitRun::start(&CpuBackend, &basis, &data, &codes, &settings).map_err(|e| e.to_string())?)),
+        };
+        let measured = |data: &[f32]| -> Result<Objective, String> {
+            if codes.iter().all(|&a| a == 0.0) {
+                let half = half_norm2(data);
+                Ok(Objective { total: half, reconstruction: half, penalty: 0.0, nonzero_fraction: 0.0 })
+            } else {
+                objective(&CpuBackend, &basis, data, &codes, settings.beta).map_err(|e| e.to_string())
+            }
+        };
+        let (initial_objective, passes) = match &side {
+            Side::Cpu(run) => match run.passes().first() {
+                Some(pass) => (pass.objective.total, run.passes().to_vec()),
+                None => (measured(&data)?.total, Vec::new()),
+            },
+            Side::Device(_) => {
+                let at_start = measured(&data)?;
+                (at_start.total, if settings.track_whole_set { vec![PassRecord { pass: 0, objective: at_start, seconds: 0.0 }] } else { Vec::new() })
+            }
+        };
         let nonzero = codes.chunks_exact(n).map(|a| a.iter().filter(|&&v| v != 0.0).count() as u32).collect();
         Ok(SparseCodingSession {
-            side: Side::Cpu(run),
+            side,
             backend_reason,
             data,
             settings,
@@ -101,6 +135,7 @@ impl SparseCodingSession {
             codes,
             nonzero,
             records: Vec::new(),
+            passes,
             initial_objective,
             objective: initial_objective,
             history: Vec::new(),
@@ -118,7 +153,32 @@ impl SparseCodingSession {
             return Ok(StepReport { record: None, objective: self.objective, nonzero_fraction: self.nonzero_fraction(), seconds: 0.0, done: true });
         }
         let record = match &mut self.side {
-            Side::Cpu(run) => run.step(&CpuBackend, &mut self.basis, &self.data, &mut self.codes).map_err(|e| e.to_string())?,
+            Side::Cpu(run) => {
+                let record = run.step(&CpuBackend, &mut self.basis, &self.data, &mut self.codes).map_err(|e| e.to_string())?;
+                self.passes = run.passes().to_vec();
+                record
+            }
+            Side::Device(device) => {
+                let position = device.position();
+                match Self::device_step(device).await {
+                    Ok((record, basis, codes)) => {
+                        self.basis = basis;
+                        let n = self.basis.n_bases;
+                        self.codes[record.first_case * n..(record.first_case + record.cases) * n].copy_from_slice(&codes);
+                        self.passes.truncate(usize::from(self.settings.track_whole_set));
+                        self.passes.extend_from_slice(device.passes());
+                        Some(record)
+                    }
+                    Err(why) => {
+                        self.fall_back(&why, position)?;
+                        return Err(format!(
+                            "the device was lost during pass {} batch {} ({why}); the basis and codes keep their values from before it, and the next step takes that batch again on the CPU",
+                            position.pass,
+                            position.batch + 1
+                        ));
+                    }
+                }
+            }
         };
         let seconds = now_seconds() - started;
         self.seconds += seconds;
@@ -130,6 +190,22 @@ impl SparseCodingSession {
         Ok(StepReport { record: Some(record), objective: self.objective, nonzero_fraction: self.nonzero_fraction(), seconds, done: self.done() })
     }
 
+    /// One step on the device and the state it leaves: its record, the basis and the batch's
+    /// codes (one read-back).
+    async fn device_step(device: &mut DeviceFit) -> Result<(BatchRecord, Basis, Vec<f32>), String> {
+        let record = device.step().await.map_err(|e| e.to_string())?.ok_or("the device's fit had no batch left")?;
+        let (basis, codes) = device.snapshot(record.batch..record.batch + 1).await.map_err(|e| e.to_string())?;
+        Ok((record, basis, codes))
+    }
+
+    /// The steps move to the CPU for good, from the last good basis and codes, at `position`.
+    fn fall_back(&mut self, why: &str, position: FitPosition) -> Result<(), String> {
+        let run = FitRun::resume(&CpuBackend, &self.basis, &self.data, &self.codes, &self.settings, position).map_err(|e| e.to_string())?;
+        self.side = Side::Cpu(Box::new(run.with_passes(self.passes.clone())));
+        self.backend_reason = Some(format!("the device was lost ({why}), so the CPU goes on from the last good basis"));
+        Ok(())
+    }
+
     fn count_nonzero(&mut self, first: usize, cases: usize) {
         let n = self.basis.n_bases;
         for (case, a) in self.codes[first * n..(first + cases) * n].chunks_exact(n).enumerate() {
@@ -139,7 +215,7 @@ impl SparseCodingSession {
 
     /// Whether the steps run on the device.
     pub fn on_device(&self) -> bool {
-        false
+        matches!(self.side, Side::Device(_))
     }
 
     /// Why the steps run on the CPU although the session was started on a device.
@@ -151,6 +227,7 @@ impl SparseCodingSession {
     pub fn position(&self) -> FitPosition {
         match &self.side {
             Side::Cpu(run) => run.position(),
+            Side::Device(device) => device.position(),
         }
     }
 
@@ -191,11 +268,9 @@ impl SparseCodingSession {
     }
 
     /// With `track_whole_set`: the whole set's objective measured from the reconstruction
-    /// before the first pass and after each finished pass (on the CPU).
+    /// before the first pass and after each finished pass (where the steps ran).
     pub fn passes(&self) -> &[PassRecord] {
-        match &self.side {
-            Side::Cpu(run) => run.passes(),
-        }
+        &self.passes
     }
 
     /// The whole set's objective with every case's latest codes (from the statistics, as the

@@ -14,6 +14,7 @@ pub mod evaluate;
 pub mod gemm;
 pub mod sample;
 pub mod shader;
+pub mod sparse_coding;
 pub mod reduce;
 pub mod schedule;
 pub mod trainer;

@@ -138,6 +138,12 @@ impl FitRun {
         Ok(FitRun { settings: *settings, rows, statistics, l1_total, position, pass_seconds: 0.0, passes: Vec::new() })
     }
 
+    /// The run with `passes` as the pass records so far (a run resumed from another's state).
+    pub fn with_passes(mut self, passes: Vec<PassRecord>) -> FitRun {
+        self.passes = passes;
+        self
+    }
+
     pub fn settings(&self) -> &FitSettings {
         &self.settings
     }

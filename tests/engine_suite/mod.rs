@@ -103,7 +103,10 @@ macro_rules! all_engine_checks {
             autoencoder::autoencoder_cost_matches_loops_and_cpu,
             autoencoder::autoencoder_lbfgs_follows_cpu_and_minimise,
             autoencoder::autoencoder_device_loss_resumes_on_cpu,
+            sparse_coding::sparse_coding_codes_match_cpu_and_optimum,
+            sparse_coding::sparse_coding_basis_step_matches_cpu_and_closed_form,
             sparse_coding::sparse_coding_session_follows_fit,
+            sparse_coding::sparse_coding_device_loss_resumes_on_cpu,
         );
     };
 }
