@@ -46,7 +46,7 @@ const EMBED_OPTIONS = [
   { id: 'ae_reconstructions', family: 'autoencoder', label: 'Reconstructions', keys: ['ae_reconstructions'], tip: 'Digits from the data above what the autoencoder gives back.' },
   { id: 'chart_ae_cost', family: 'autoencoder', label: 'Cost curve', keys: ['chart_ae_cost'], tip: 'The cost J and its three terms, per iteration.' },
   { id: 'chart_ae_sparsity', family: 'autoencoder', label: 'ρ̂ plot', keys: ['chart_ae_sparsity'], tip: 'Each hidden unit\'s mean activation ρ̂ against the target ρ.' },
-  { id: 'sc_bases', family: 'sparse_coding', label: 'Basis', keys: ['sc_bases'], tip: 'The basis vectors, drawn as images.' },
+  { id: 'sc_basis', family: 'sparse_coding', label: 'Basis', keys: ['sc_basis'], tip: 'The basis vectors, drawn as images.' },
   { id: 'sc_reconstructions', family: 'sparse_coding', label: 'Reconstructions', keys: ['sc_reconstructions'], tip: 'Patches from the digits above what the basis and their codes rebuild.' },
   { id: 'chart_sc_objective', family: 'sparse_coding', label: 'Objective curve', keys: ['chart_sc_objective'], tip: 'The objective ½‖X − BA‖² + β‖A‖₁ after each mini-batch.' },
   { id: 'chart_sc_codes', family: 'sparse_coding', label: 'Codes and sparsity', keys: ['chart_sc_codes'], tip: 'The histograms of the non-zero codes and of the non-zero codes per patch, against the target sparsity.' },

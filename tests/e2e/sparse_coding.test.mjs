@@ -7,6 +7,7 @@
 // field; the settings survive a reload; the embed builder lists the family's parts.
 import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { builds, closeAll, openPage, waitReady, waitFinished, canvasStats, screenshot } from './lib.mjs';
 
 after(closeAll);
@@ -27,7 +28,7 @@ const logLines = (page) => page.$$eval('#sc-log li', (items) => items.map((li) =
 async function recordFrames(page) {
   await page.evaluate(() => {
     window.scFrames = [];
-    const canvas = document.getElementById('sc-bases-canvas');
+    const canvas = document.getElementById('sc-basis-canvas');
     new MutationObserver(() => {
       if (!canvas.dataset.drawn) return;
       const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
@@ -49,7 +50,7 @@ for (const build of builds) {
         await page.waitForFunction(() => document.body.dataset.dbnSampling === 'paused', null, { timeout: 10_000 });
         assert.deepEqual(await page.evaluate(() => ['sc-patch', 'sc-cases', 'sc-bases', 'sc-sparsity', 'sc-solver', 'sc-batch-size', 'sc-passes', 'sc-backend'].map((id) => document.getElementById(id).value)),
           ['10', '1000', '36', '0.1', 'cd', '250', '3', 'cpu']);
-        for (const id of ['#sc-patch', '#sc-sparsity', '#sc-solver', '#sc-passes', '#p-seed', '#sc-bases-canvas', '#sc-reconstructions-canvas', '#chart-sc-objective', '#chart-sc-codes']) {
+        for (const id of ['#sc-patch', '#sc-sparsity', '#sc-solver', '#sc-passes', '#p-seed', '#sc-basis-canvas', '#sc-reconstructions-canvas', '#chart-sc-objective', '#chart-sc-codes']) {
           assert.ok(await shown(page, id), `${id} should show for sparse coding`);
         }
         for (const id of ['#preset', '#p-layers', '#advanced-settings', '#ae-hidden', '#samples-canvas', '#filters-canvas', '#ae-filters-canvas', '#chart-recon', '#chart-ae-cost', '#train-step-batch', '#network-add-layer']) {
@@ -94,13 +95,13 @@ for (const build of builds) {
         assert.ok(fraction > 0.05 && fraction < 0.2, `${fraction} of the codes are non-zero; the target is 0.1`);
         assert.ok(Math.abs(Number(codes.mean) - 36 * fraction) < 1e-9, 'the mean count per patch is the fraction of the 36 codes');
         assert.match(await page.textContent('#chart-sc-codes figcaption'), /^Codes: [\d.]+% non-zero \(target 10\.0%\)/);
-        const bases = await canvasStats(page, '#sc-bases-canvas');
+        const bases = await canvasStats(page, '#sc-basis-canvas');
         assert.deepEqual([bases.width, bases.height], [6 * 11 + 1, 6 * 11 + 1], '36 tiles of 10 × 10 in 6 columns');
         assert.ok(bases.distinctGreys > 20, JSON.stringify(bases));
         const reconstructions = await canvasStats(page, '#sc-reconstructions-canvas');
         assert.deepEqual([reconstructions.width, reconstructions.height], [10 * 11 + 1, 2 * 11 + 1]);
         assert.ok(reconstructions.distinctGreys > 20, JSON.stringify(reconstructions));
-        for (const id of ['sc_bases-caption', 'sc_reconstructions-caption', 'sc-codes-caption']) {
+        for (const id of ['sc_basis-caption', 'sc_reconstructions-caption', 'sc-codes-caption']) {
           assert.ok((await page.textContent(`#${id}`)).length > 60, `${id} says what the view shows`);
         }
         const states = await page.$$eval('#network-drawing g.layer', (groups) => groups.map((g) => `${g.dataset.kind}:${g.dataset.state}`));
@@ -122,7 +123,7 @@ for (const build of builds) {
         const onScreen = await page.evaluate((selectors) => selectors.map((sel) => {
           const r = document.querySelector(sel).getBoundingClientRect();
           return [sel, r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight && r.right <= innerWidth, Math.round(r.top)];
-        }), ['#train-start', '#train-status', '#network-drawing svg', '#sc-bases-canvas', '#sc-reconstructions-canvas', '#chart-sc-objective']);
+        }), ['#train-start', '#train-status', '#network-drawing svg', '#sc-basis-canvas', '#sc-reconstructions-canvas', '#chart-sc-objective']);
         for (const [sel, inside] of onScreen.slice(0, -1)) assert.ok(inside, `${sel} is not wholly on the first screen`);
         assert.ok(onScreen.at(-1)[2] < 720 - 100, `the objective chart starts too low: ${onScreen.at(-1)[2]}`);
         await screenshot(page, `sparse-coding-${build.name}-trained`);
@@ -173,7 +174,7 @@ for (const build of builds) {
         // Reset forgets the basis: its views empty, Save model is off.
         assert.equal(await page.isDisabled('#train-reset'), false, 'Reset is there for a learnt basis');
         await page.click('#train-reset');
-        await page.waitForFunction(() => document.getElementById('sc-bases-canvas').width === 1 && document.getElementById('sc-save-model').disabled, null, { timeout: 30_000 });
+        await page.waitForFunction(() => document.getElementById('sc-basis-canvas').width === 1 && document.getElementById('sc-save-model').disabled, null, { timeout: 30_000 });
         assert.deepEqual(await page.evaluate(() => ({
           reconstructions: document.getElementById('sc-reconstructions-canvas').width,
           log: document.querySelectorAll('#sc-log li').length,
@@ -235,11 +236,17 @@ test('the family and its settings live in the hash and survive a reload; the emb
     await waitReady(page);
     assert.equal(await page.inputValue('#family'), 'dbn');
     assert.equal(await shown(page, '#sparse-coding-settings'), false);
-    assert.equal(await shown(page, '#sc-bases-canvas'), false);
+    assert.equal(await shown(page, '#sc-basis-canvas'), false);
 
     await page.selectOption('#family', 'sparse_coding');
     await page.waitForFunction(() => document.querySelector('#network-drawing svg')?.dataset.layers === '144,100');
     assert.equal(await page.evaluate(() => document.body.dataset.family), 'sparse_coding');
+    // Every hide key the README lists for sparse coding names a part of its page.
+    const row = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n').find((line) => line.startsWith('| sparse coding (`family=sparse_coding`)'));
+    const keys = [...row.split('|')[2].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]);
+    assert.equal(new Set(keys).size, 17, keys.join(' '));
+    const missing = await page.evaluate((names) => names.filter((key) => !document.querySelector(`[data-hide-key="${key}"]`)?.closest('body[data-family=sparse_coding]')), keys);
+    assert.deepEqual(missing, [], 'README hide keys with nothing to hide');
     for (const [id, value] of [['#sc-patch', '0'], ['#sc-bases', '49'], ['#sc-sparsity', '0.08'], ['#sc-passes', '2'], ['#sc-cases', '300']]) {
       await page.fill(id, value);
       await page.dispatchEvent(id, 'change');
@@ -274,7 +281,7 @@ test('the family and its settings live in the hash and survive a reload; the emb
     // The embed builder lists this family's parts and keeps it in the link.
     await page.click('#embed-open');
     const options = await page.$$eval('#embed-dialog input[data-option]', (boxes) => boxes.filter((box) => box.checkVisibility()).map((box) => box.dataset.option));
-    for (const option of ['sc_step', 'sc_bases', 'sc_reconstructions', 'chart_sc_objective', 'chart_sc_codes', 'sc_log']) assert.ok(options.includes(option), `${option} missing from ${options}`);
+    for (const option of ['sc_step', 'sc_basis', 'sc_reconstructions', 'chart_sc_objective', 'chart_sc_codes', 'sc_log']) assert.ok(options.includes(option), `${option} missing from ${options}`);
     for (const option of ['samples', 'filters', 'ae_filters', 'chart_ae_cost', 'results']) assert.ok(!options.includes(option), `${option} listed for sparse coding`);
     for (const option of ['chart_sc_objective', 'chart_sc_codes', 'sc_log']) await page.uncheck(`#embed-show-${option}`);
     const src = await page.evaluate(() => new DOMParser().parseFromString(document.getElementById('embed-code').value, 'text/html').querySelector('iframe').getAttribute('src'));
@@ -288,7 +295,7 @@ test('the family and its settings live in the hash and survive a reload; the emb
     await page.selectOption('#family', 'dbn');
     assert.equal(await page.evaluate(() => new URLSearchParams(location.hash.slice(1)).get('family')), null);
     assert.ok(await shown(page, '#preset') && await shown(page, '#samples-canvas') && await shown(page, '#train-step-batch'));
-    assert.equal(await shown(page, '#sc-bases-canvas'), false);
+    assert.equal(await shown(page, '#sc-basis-canvas'), false);
     assert.equal(await page.textContent('#train-step-epoch'), 'Step epoch');
     assert.ok((await page.evaluate(() => window.app.settings())).stack, 'the DBN page config again');
     assert.deepEqual(problems, []);

@@ -44,7 +44,7 @@ const what = (model) => (model.patch ? `${model.patch}×${model.patch} patches` 
 export function mountSparseCodingViews({ pictures, headline, more }, app) {
   linkStylesheet();
   const bases = picture(pictures, {
-    hideKey: 'sc_bases', heading: 'The basis: what patches are made of',
+    hideKey: 'sc_basis', heading: 'The basis: what patches are made of',
     help: 'Basis vectors: each tile is one column of B, a small picture that patches are built from.',
     caption: 'Each tile is one basis vector (a column of B), each to its own scale: grey is zero, white positive, black negative. Every patch is rebuilt as a sum of a few of them, each times its code, so a tile and its negative are the same stroke. Noise at first, then pen strokes: short lines and curves of the digits.',
     label: 'The basis vectors, one tile each', note: 'Press Start to see the basis form.',
