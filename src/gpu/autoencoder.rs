@@ -42,7 +42,8 @@ pub use kernels::Params as AutoencoderParams;
 pub(crate) use kernels::source;
 pub use layout::{Block, ParamLayout, StatsLayout};
 
-use self::layout::{COLUMNS_PER_GROUP, RESULTS, WORKGROUP};
+pub(crate) use self::layout::RESULTS;
+use self::layout::{COLUMNS_PER_GROUP, WORKGROUP};
 use super::buffers::{self, read_back};
 use super::gemm::{GemmCall, GemmOp, MatRef, VecRef};
 use super::{GpuContext, GpuError};
@@ -142,6 +143,9 @@ pub struct GpuCost {
     /// can only answer NaN); `last_error` is cleared by a successful one.
     pub first_error: Option<GpuCostError>,
     pub last_error: Option<GpuCostError>,
+    /// Bytes this cost has read back from the device (J's sums, gradients, ρ̂, the reads that
+    /// name a NaN): what a host optimiser pays per evaluation, against a device one's.
+    bytes_read_back: std::cell::Cell<u64>,
 }
 
 const MAX_GROUPS: usize = 65_535;
@@ -245,6 +249,7 @@ impl GpuCost {
             evaluations: 0,
             first_error: None,
             last_error: None,
+            bytes_read_back: std::cell::Cell::new(0),
         })
     }
 
@@ -303,6 +308,15 @@ impl GpuCost {
         Ok(())
     }
 
+    /// Bytes read back so far by this cost's own evaluations and reads.
+    pub fn bytes_read_back(&self) -> u64 {
+        self.bytes_read_back.get()
+    }
+
+    fn count_read(&self, bytes: u64) {
+        self.bytes_read_back.set(self.bytes_read_back.get() + bytes);
+    }
+
     /// `J` at the θ on the device; with `gradient`, also the gradient, left on the device
     /// ([`Self::gradient_buffer`]). Reads back 32 bytes.
     pub async fn evaluate_resident(&mut self, gradient: bool) -> Result<DeviceCost, GpuCostError> {
@@ -316,7 +330,25 @@ impl GpuCost {
             self.buffers.result_staging.unmap();
             results
         };
-        self.judge(results).await
+        self.count_read(4 * RESULTS as u64);
+        self.judge_results(results).await
+    }
+
+    /// Records an evaluation's pass at the resident θ into `encoder`, for a device optimiser
+    /// that reads J's sums ([`Self::results_buffer`]) with its own scalars and then has them
+    /// judged ([`Self::judge_results`]).
+    pub(crate) fn record_into(&self, encoder: &mut wgpu::CommandEncoder, gradient: bool) -> Result<(), GpuError> {
+        if let Some(failure) = self.ctx.failure() {
+            return Err(GpuError(failure));
+        }
+        self.record_pass(encoder, gradient);
+        Ok(())
+    }
+
+    /// The buffer whose first [`RESULTS`] f32 are an evaluation's sums and
+    /// error counts.
+    pub(crate) fn results_buffer(&self) -> &wgpu::Buffer {
+        &self.buffers.stats
     }
 
     /// `J` at `params` (forward passes only).
@@ -337,6 +369,7 @@ impl GpuCost {
         encoder.copy_buffer_to_buffer(&self.buffers.gradient, 0, &self.buffers.gradient_staging, 0, gradient_bytes);
         encoder.copy_buffer_to_buffer(&self.buffers.stats, 0, &self.buffers.gradient_staging, gradient_bytes, 4 * RESULTS as u64);
         self.ctx.queue.submit([encoder.finish()]);
+        self.count_read(gradient_bytes + 4 * RESULTS as u64);
         let (results, bad) = {
             let bytes = super::map_staging(&self.ctx, &self.buffers.gradient_staging).await?;
             let (values, tail) = bytes.split_at(gradient_bytes as usize);
@@ -356,7 +389,7 @@ impl GpuCost {
             self.buffers.gradient_staging.unmap();
             (results, bad)
         };
-        let cost = self.judge(results).await?;
+        let cost = self.judge_results(results).await?;
         if let Some((e, value)) = bad {
             return Err(non_finite(format!("gradient {} is {value}", self.layout.name_of(e).unwrap_or_default())));
         }
@@ -372,6 +405,7 @@ impl GpuCost {
 
     /// ρ̂ of the last evaluation: each hidden unit's mean activation over the batch.
     pub async fn mean_activation(&self) -> Result<Vec<f32>, GpuError> {
+        self.count_read(4 * self.layout.n_hidden as u64);
         read_back(&self.ctx, &self.buffers.stats, self.stats.rho as u64, self.layout.n_hidden).await
     }
 
@@ -381,6 +415,11 @@ impl GpuCost {
             return Err(GpuError(failure));
         }
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("autoencoder_cost") });
+        self.record_pass(&mut encoder, gradient);
+        Ok(encoder)
+    }
+
+    fn record_pass(&self, encoder: &mut wgpu::CommandEncoder, gradient: bool) {
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("autoencoder_cost"), timestamp_writes: None });
             let steps = if gradient { self.forward.iter().chain(&self.backward[..]) } else { self.forward.iter().chain(&[][..]) };
@@ -395,14 +434,14 @@ impl GpuCost {
                 }
             }
         }
-        Ok(encoder)
     }
 
     /// The cost from the device's sums, or the error the CPU would report, in its order:
     /// θ, the reconstruction, a saturated unit, the sparsity term.
-    async fn judge(&self, results: [f32; RESULTS]) -> Result<DeviceCost, GpuCostError> {
+    pub(crate) async fn judge_results(&self, results: [f32; RESULTS]) -> Result<DeviceCost, GpuCostError> {
         let [squared_error, squares, divergence, bad_params, saturated, bad_delta, ..] = results.map(f64::from);
         if bad_params != 0.0 {
+            self.count_read(4 * self.layout.len as u64);
             let theta: Vec<f32> = read_back(&self.ctx, &self.buffers.theta, 0, self.layout.len).await?;
             let what = match theta.iter().position(|x| !x.is_finite()) {
                 Some(e) => format!("{} is {}", self.layout.name_of(e).unwrap_or_else(|| format!("parameter {e} (padding)")), theta[e]),
@@ -416,6 +455,7 @@ impl GpuCost {
         }
         let h = self.layout.n_hidden;
         if saturated != 0.0 || bad_delta != 0.0 {
+            self.count_read(4 * self.stats.kl as u64);
             let stats: Vec<f32> = read_back(&self.ctx, &self.buffers.stats, 0, self.stats.kl).await?;
             let rho = self.settings.sparsity_target;
             let means = &stats[self.stats.rho..self.stats.rho + h];
@@ -438,7 +478,7 @@ impl GpuCost {
         Ok(DeviceCost { total: reconstruction + weight_decay + sparsity, reconstruction, weight_decay, sparsity })
     }
 
-    fn record_outcome(&mut self, result: Result<DeviceCost, GpuCostError>) -> f64 {
+    pub(crate) fn record_outcome(&mut self, result: Result<DeviceCost, GpuCostError>) -> f64 {
         record_evaluation(&mut self.evaluations, &mut self.first_error, &mut self.last_error, result.map(|cost| cost.total))
     }
 }

@@ -12,6 +12,7 @@ pub mod chains;
 pub mod epoch_monitor;
 pub mod evaluate;
 pub mod gemm;
+pub mod lbfgs;
 pub mod sample;
 pub mod shader;
 pub mod sparse_coding;
