@@ -150,3 +150,69 @@ fn the_table_4_bench_prints_a_json_line_per_sparsity_and_solver() {
     }
     assert!(run_fails(&["bench", "--sparse-coding", "--sparsities", "0"]).contains("--sparsities has 0"));
 }
+
+/// `--backend gpu` (Mesa lavapipe here: `WGPU_BACKEND=vulkan
+/// VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json`) on 200 MNIST digits, 32 bases,
+/// 2 passes of batches of 100: the solver defaults to Raina's, the fit runs on the device, its
+/// pass-0 objective is the CPU's (both measured from the same zero codes), the objective falls,
+/// and it ends within 0.1% of the CPU reference's `--solver raina` run on the same digits and β
+/// (seen here: 2.5e-5 apart; f32 sums in another order part the line searches only slightly).
+#[test]
+fn the_gpu_backend_fits_as_the_cpu_reference_does() {
+    let mnist = shared_mnist("train-10k-images-idx3-ubyte.gz");
+    let (cpu_out, gpu_out) = (temp_dir("sc-cpu"), temp_dir("sc-gpu"));
+    let common = ["sparse-coding", "--mnist", mnist.to_str().unwrap(), "--patches", "200", "--bases", "32", "--passes", "2", "--batch", "100", "--sparsity", "0.05", "--json", "--out"];
+    let output = run(&[&common[..], &[gpu_out.to_str().unwrap(), "--backend", "gpu"]].concat());
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--backend gpu"), "failed for another reason than a missing adapter:\n{stderr}");
+        eprintln!("skipped: no GPU adapter ({stderr})");
+        return;
+    }
+    let gpu = last_json(&String::from_utf8(output.stdout).unwrap());
+    let cpu = last_json(&run_ok(&[&common[..], &[cpu_out.to_str().unwrap(), "--solver", "raina"]].concat()));
+    assert_eq!((gpu["backend"].as_str(), cpu["backend"].as_str()), (Some("gpu"), Some("cpu")));
+    assert_eq!((gpu["solver"].as_str(), cpu["solver"].as_str()), (Some("raina"), Some("raina")));
+    assert_eq!(gpu["beta"], cpu["beta"], "the β search runs on the CPU for both");
+    let (gpu_saved, cpu_saved) = (read(&gpu_out.join("sparse_coding.json")).unwrap(), read(&cpu_out.join("sparse_coding.json")).unwrap());
+    let history = |saved: &deepbelief::format::sparse_coding::SavedSparseCoding| saved.history.iter().map(|p| p.objective.total).collect::<Vec<f64>>();
+    let (g, c) = (history(&gpu_saved), history(&cpu_saved));
+    assert_eq!(g.len(), 3, "pass 0 and two passes: {g:?}");
+    assert!((g[0] - c[0]).abs() <= 1e-6 * c[0], "pass 0 (½‖X‖²): GPU {}, CPU {}", g[0], c[0]);
+    assert!(g[1] < 0.9 * g[0] && g[2] <= g[1] * (1.0 + 1e-5), "the device's objective fell: {g:?}");
+    let (final_gpu, final_cpu) = (gpu["objective"].as_f64().unwrap(), cpu["objective"].as_f64().unwrap());
+    assert!((final_gpu - final_cpu).abs() <= 1e-3 * final_cpu, "objective after 2 passes: GPU {final_gpu}, CPU {final_cpu}");
+    assert!(gpu_saved.to_basis().unwrap().column_norms().iter().all(|&norm| norm <= 1.0 + 1e-5));
+}
+
+/// `bench --sparse-coding --backend gpu` (lavapipe here) on a tiny shape: Raina's rows by
+/// default, run on the device (with the transfers' time), the same β as the CPU's rows of each
+/// sparsity, and the pass's objective within 0.1% of the CPU reference's Raina pass (seen here: 3e-6).
+#[test]
+fn the_table_4_bench_runs_raina_on_the_device() {
+    let args = ["bench", "--sparse-coding", "--cases", "200", "--patch", "6", "--bases", "16", "--coding-batch", "100", "--sparsities", "0.1,0.2", "--json"];
+    let output = run(&[&args[..], &["--backend", "gpu"]].concat());
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--backend gpu"), "failed for another reason than a missing adapter:\n{stderr}");
+        eprintln!("skipped: no GPU adapter ({stderr})");
+        return;
+    }
+    let parse = |stdout: &str| stdout.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"))).collect::<Vec<Value>>();
+    let gpu = parse(&String::from_utf8(output.stdout).unwrap());
+    let cpu = parse(&run_ok(&[&args[..], &["--solvers", "raina"]].concat()));
+    assert_eq!(gpu.len(), 2, "one raina row per sparsity: {gpu:?}");
+    for (g, c) in gpu.iter().zip(&cpu) {
+        assert_eq!((g["solver"].as_str(), c["solver"].as_str()), (Some("raina"), Some("raina")));
+        assert!(g["device"].as_str().unwrap().starts_with("GPU"), "{g}");
+        assert_eq!(g["sparsity_target"], c["sparsity_target"]);
+        assert_eq!(g["beta"], c["beta"]);
+        let (seconds, with_transfers) = (g["seconds"].as_f64().unwrap(), g["seconds_with_transfers"].as_f64().unwrap());
+        assert!(seconds > 0.0 && with_transfers >= seconds, "{g}");
+        assert!(c.get("seconds_with_transfers").is_none());
+        let (gs, cs) = (g["objective_stored"].as_f64().unwrap(), c["objective_stored"].as_f64().unwrap());
+        assert!((gs - cs).abs() <= 1e-3 * cs, "the pass's objective: GPU {gs}, CPU {cs}");
+        let fresh = g["objective"].as_f64().unwrap();
+        assert!(fresh <= gs * (1.0 + 1e-6), "{g}");
+    }
+}

@@ -14,6 +14,14 @@
 //! codes. After it, untimed: the whole set's objective with each patch's codes from the pass
 //! (`objective_stored`) and with codes solved afresh by coordinate descent for the final basis
 //! (`objective`, the figure comparable across implementations whose code steps differ).
+//!
+//! On the device ([`bench_gpu`], `bench --sparse-coding --backend gpu`) the pass is
+//! [`DeviceFit`]'s, Raina's solver and the ColumnMajoriser basis step: `seconds` is the batches'
+//! steps with everything resident, `seconds_with_transfers` adds the upload and the read-back of
+//! the basis and every code; one untimed warm-up batch goes first. The β search and the untimed
+//! objectives stay on the CPU reference, so a device row and a CPU row of a sparsity share β and
+//! compare their objectives on the same footing. The PyTorch port of the same pass is
+//! `bench/sparse_coding_torch.py`.
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::Backend;
@@ -21,8 +29,12 @@ use crate::clock::now_seconds;
 use crate::data::patches::{sample_patches, GreyImage};
 use crate::rng::{Purpose, RngStream};
 use crate::sparse_coding::inputs::centre_and_scale;
-use crate::sparse_coding::{beta_for_sparsity, encode, fit, objective, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySettings};
+use crate::gpu::sparse_coding::{unsupported, DeviceFit, SparseCodingKernels};
+use crate::gpu::GpuContext;
+use crate::sparse_coding::fit::FitPosition;
+use crate::sparse_coding::{beta_for_sparsity, encode, fit, objective, Basis, BasisStepSettings, CodeSolver, FitReport, FitSettings, SparsitySearch, SparsitySettings};
 use serde::Serialize;
+use std::sync::Arc;
 
 /// Table 4's shape.
 pub const CASES: usize = 5000;
@@ -77,6 +89,10 @@ pub struct SparseCodingBenchRow {
     pub seconds: f64,
     pub seconds_codes: f64,
     pub seconds_basis: f64,
+    /// On the device: `seconds` plus the upload of the cases, codes and basis and the read-back
+    /// of the basis and every code (absent on the CPU).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_with_transfers: Option<f64>,
     /// The whole set's objective with codes solved afresh (coordinate descent) for the final
     /// basis; and with each patch's codes from the pass.
     pub objective: f64,
@@ -149,51 +165,150 @@ pub fn check_settings(settings: &SparseCodingBenchSettings) -> Result<(), String
     Ok(())
 }
 
-/// Every sparsity × solver row on the CPU reference, `on_row` seeing each as it is measured.
-pub fn bench_cpu(data: &[f32], settings: &SparseCodingBenchSettings, data_name: &str, mut on_row: impl FnMut(&SparseCodingBenchRow)) -> Result<Vec<SparseCodingBenchRow>, String> {
+/// The problem every row of a run shares: the initial basis, and per target sparsity the β
+/// searched on the first [`SEARCH_CASES`] patches with coordinate descent (untimed, on the CPU).
+struct Problem {
+    initial: Basis,
+    searches: Vec<(f64, SparsitySearch)>,
+    inputs: usize,
+    cases: usize,
+}
+
+fn problem(data: &[f32], settings: &SparseCodingBenchSettings) -> Result<Problem, String> {
     check_settings(settings)?;
     let inputs = settings.patch * settings.patch;
     let cases = data.len() / inputs;
     let initial = Basis::initialise(inputs, settings.bases, BASIS_SEED).map_err(|e| e.to_string())?;
     let sample = &data[..cases.min(SEARCH_CASES) * inputs];
-    let mut rows = Vec::new();
+    let mut searches = Vec::new();
     for &target in &settings.sparsities {
         let search = beta_for_sparsity(&CpuBackend, &initial, sample, &SparsitySettings::new(target), &CodeSolver::coordinate_descent()).map_err(|e| format!("sparsity {target}: {e}"))?;
+        searches.push((target, search));
+    }
+    Ok(Problem { initial, searches, inputs, cases })
+}
+
+/// One pass's fit settings (no whole-set tracking: nothing untimed inside the timed part).
+fn pass_settings(beta: f64, solver: CodeSolver, batch: usize) -> FitSettings {
+    FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: batch, passes: 1, track_whole_set: false }
+}
+
+/// What a timed pass left, and how long it took.
+struct Pass {
+    basis: Basis,
+    codes: Vec<f32>,
+    report: FitReport,
+    seconds: f64,
+    seconds_with_transfers: Option<f64>,
+    device: String,
+}
+
+/// The row of a pass: the untimed objectives (on the CPU reference) and the report's figures.
+fn row_of(problem: &Problem, settings: &SparseCodingBenchSettings, (target, search): &(f64, SparsitySearch), solver: &CodeSolver, data: &[f32], data_name: &str, pass: Pass) -> Result<SparseCodingBenchRow, String> {
+    let Pass { basis, codes, report, seconds, seconds_with_transfers, device } = pass;
+    let stored = objective(&CpuBackend, &basis, data, &codes, search.beta).map_err(|e| e.to_string())?;
+    let (fresh, _) = encode(&CpuBackend, &basis, data, search.beta, &CodeSolver::coordinate_descent()).map_err(|e| e.to_string())?;
+    let solved = objective(&CpuBackend, &basis, data, &fresh, search.beta).map_err(|e| e.to_string())?;
+    let batches = report.batches.len().max(1) as f64;
+    Ok(SparseCodingBenchRow {
+        sparsity_target: *target,
+        beta: search.beta,
+        search_nonzero_fraction: search.nonzero_fraction,
+        solver: solver.name().into(),
+        cases: problem.cases,
+        inputs: problem.inputs,
+        bases: settings.bases,
+        batch: settings.batch,
+        seconds,
+        seconds_codes: report.batches.iter().map(|b| b.seconds_codes).sum(),
+        seconds_basis: report.batches.iter().map(|b| b.seconds_basis).sum(),
+        seconds_with_transfers,
+        objective: solved.total,
+        objective_stored: stored.total,
+        nonzero_fraction: solved.nonzero_fraction,
+        nonzero_fraction_stored: stored.nonzero_fraction,
+        code_iterations_mean: report.batches.iter().map(|b| b.codes.iterations_mean).sum::<f64>() / batches,
+        code_iterations_max: report.batches.iter().map(|b| b.codes.iterations_max).max().unwrap_or(0),
+        unconverged: report.batches.iter().map(|b| b.codes.unconverged).sum(),
+        basis_iterations_mean: report.batches.iter().map(|b| b.basis_iterations as f64).sum::<f64>() / batches,
+        threads: rayon::current_num_threads(),
+        device,
+        data: data_name.into(),
+    })
+}
+
+/// One pass on the CPU reference from zero codes, timed.
+fn cpu_pass(initial: &Basis, data: &[f32], fit_settings: &FitSettings) -> Result<Pass, String> {
+    let mut basis = initial.clone();
+    let mut codes = vec![0.0f32; data.len() / initial.n_inputs * initial.n_bases];
+    let started = now_seconds();
+    let report = fit(&CpuBackend, &mut basis, data, &mut codes, fit_settings, &mut |_| true).map_err(|e| e.to_string())?;
+    let seconds = now_seconds() - started;
+    Ok(Pass { basis, codes, report, seconds, seconds_with_transfers: None, device: CpuBackend.describe() })
+}
+
+/// Every sparsity × solver row on the CPU reference, `on_row` seeing each as it is measured.
+pub fn bench_cpu(data: &[f32], settings: &SparseCodingBenchSettings, data_name: &str, mut on_row: impl FnMut(&SparseCodingBenchRow)) -> Result<Vec<SparseCodingBenchRow>, String> {
+    let problem = problem(data, settings)?;
+    let mut rows = Vec::new();
+    for target_search in &problem.searches {
+        let search = &target_search.1;
         for solver in &settings.solvers {
-            let mut basis = initial.clone();
-            let mut codes = vec![0.0f32; cases * settings.bases];
-            let fit_settings = FitSettings { beta: search.beta, solver: *solver, basis_step: BasisStepSettings::default(), batch_size: settings.batch, passes: 1, track_whole_set: false };
-            let started = now_seconds();
-            let report = fit(&CpuBackend, &mut basis, data, &mut codes, &fit_settings, &mut |_| true).map_err(|e| e.to_string())?;
-            let seconds = now_seconds() - started;
-            let stored = objective(&CpuBackend, &basis, data, &codes, search.beta).map_err(|e| e.to_string())?;
-            let (fresh, _) = encode(&CpuBackend, &basis, data, search.beta, &CodeSolver::coordinate_descent()).map_err(|e| e.to_string())?;
-            let solved = objective(&CpuBackend, &basis, data, &fresh, search.beta).map_err(|e| e.to_string())?;
-            let batches = report.batches.len().max(1) as f64;
-            let row = SparseCodingBenchRow {
-                sparsity_target: target,
-                beta: search.beta,
-                search_nonzero_fraction: search.nonzero_fraction,
-                solver: solver.name().into(),
-                cases,
-                inputs,
-                bases: settings.bases,
-                batch: settings.batch,
-                seconds,
-                seconds_codes: report.batches.iter().map(|b| b.seconds_codes).sum(),
-                seconds_basis: report.batches.iter().map(|b| b.seconds_basis).sum(),
-                objective: solved.total,
-                objective_stored: stored.total,
-                nonzero_fraction: solved.nonzero_fraction,
-                nonzero_fraction_stored: stored.nonzero_fraction,
-                code_iterations_mean: report.batches.iter().map(|b| b.codes.iterations_mean).sum::<f64>() / batches,
-                code_iterations_max: report.batches.iter().map(|b| b.codes.iterations_max).max().unwrap_or(0),
-                unconverged: report.batches.iter().map(|b| b.codes.unconverged).sum(),
-                basis_iterations_mean: report.batches.iter().map(|b| b.basis_iterations as f64).sum::<f64>() / batches,
-                threads: rayon::current_num_threads(),
-                device: CpuBackend.describe(),
-                data: data_name.into(),
+            let pass = cpu_pass(&problem.initial, data, &pass_settings(search.beta, *solver, settings.batch))?;
+            let row = row_of(&problem, settings, target_search, solver, data, data_name, pass)?;
+            on_row(&row);
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// One pass on the device from zero codes ([`DeviceFit`], as `Engine::fit_sparse_coding` runs
+/// it). `seconds` is the batches' steps with the cases and codes resident (each step ends on a
+/// read-back, so the device has finished it); `seconds_with_transfers` adds the upload of the
+/// cases, codes and basis and the read-back of the basis and every code.
+async fn device_pass(ctx: &GpuContext, kernels: &Arc<SparseCodingKernels>, initial: &Basis, data: &[f32], fit_settings: &FitSettings, batches: Option<usize>) -> Result<Pass, String> {
+    let lost = |e: crate::gpu::GpuError| format!("sparse coding on the device: {e}");
+    let codes = vec![0.0f32; data.len() / initial.n_inputs * initial.n_bases];
+    let started = now_seconds();
+    let mut device = DeviceFit::new(ctx, kernels.clone(), initial, data, &codes, fit_settings, FitPosition { pass: 1, batch: 0 }).map_err(lost)?;
+    let mut report = FitReport::default();
+    while let Some(record) = device.step().await.map_err(lost)? {
+        report.batches.push(record);
+        if batches.is_some_and(|b| report.batches.len() >= b) {
+            break;
+        }
+    }
+    let batches_done = report.batches.len();
+    let (basis, codes) = device.snapshot(0..batches_done).await.map_err(lost)?;
+    let seconds_with_transfers = now_seconds() - started;
+    let seconds = report.batches.iter().map(|b| b.seconds_codes + b.seconds_basis).sum();
+    Ok(Pass { basis, codes, report, seconds, seconds_with_transfers: Some(seconds_with_transfers), device: format!("GPU (wgpu: {}, {})", ctx.adapter_info.name, ctx.summary().backend) })
+}
+
+/// Every sparsity × solver row with Raina's solver on the device (after one untimed warm-up
+/// batch that builds the kernels' pipelines and the GEMMs' first dispatches of these shapes);
+/// rows of another solver run on the CPU reference (their `device` says so), as
+/// `Engine::fit_sparse_coding` runs them.
+pub async fn bench_gpu(ctx: &GpuContext, data: &[f32], settings: &SparseCodingBenchSettings, data_name: &str, mut on_row: impl FnMut(&SparseCodingBenchRow)) -> Result<Vec<SparseCodingBenchRow>, String> {
+    let problem = problem(data, settings)?;
+    let kernels = Arc::new(SparseCodingKernels::new(ctx));
+    let mut rows = Vec::new();
+    let mut warm = false;
+    for target_search in &problem.searches {
+        let search = &target_search.1;
+        for solver in &settings.solvers {
+            let fit_settings = pass_settings(search.beta, *solver, settings.batch);
+            let pass = if unsupported(&fit_settings).is_none() {
+                if !warm {
+                    device_pass(ctx, &kernels, &problem.initial, data, &fit_settings, Some(1)).await?;
+                    warm = true;
+                }
+                device_pass(ctx, &kernels, &problem.initial, data, &fit_settings, None).await?
+            } else {
+                cpu_pass(&problem.initial, data, &fit_settings)?
             };
+            let row = row_of(&problem, settings, target_search, solver, data, data_name, pass)?;
             on_row(&row);
             rows.push(row);
         }

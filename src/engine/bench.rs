@@ -1,9 +1,11 @@
 //! The GPU benchmarks of `crate::bench` on the engine's device, for `deepbelief bench` and
 //! `www/bench.html` (the CPU benchmark needs no device: `bench::bench_cpu_epoch`), and the
-//! sparse autoencoder's sweep on either engine (`bench::autoencoder`).
+//! sparse autoencoder's sweep and the sparse coding replica on either engine (`bench::autoencoder`,
+//! `bench::sparse_coding`).
 
 use super::Engine;
 use crate::bench::autoencoder::{self, AutoencoderBenchRow, AutoencoderBenchSettings};
+use crate::bench::sparse_coding::{self as sparse_coding, SparseCodingBenchRow, SparseCodingBenchSettings};
 use crate::bench::{self, GpuBenchReport, SweepRow};
 use crate::data::Dataset;
 use crate::gpu::GpuContext;
@@ -37,6 +39,16 @@ impl Engine {
         match self {
             Engine::Cpu => autoencoder::bench_cpu_sweep(sizes, settings, on_row),
             Engine::Gpu(ctx) => autoencoder::bench_gpu_sweep(ctx, sizes, settings, on_row).await,
+        }
+    }
+
+    /// Issue 18's Table 4 replica on `data` (the patches): Raina's solver on the device on a GPU
+    /// engine (other solvers' rows on the CPU), everything on the CPU reference otherwise;
+    /// `on_row` sees each row as it is measured.
+    pub async fn bench_sparse_coding(&self, data: &[f32], settings: &SparseCodingBenchSettings, data_name: &str, on_row: impl FnMut(&SparseCodingBenchRow)) -> Result<Vec<SparseCodingBenchRow>, String> {
+        match self {
+            Engine::Cpu => sparse_coding::bench_cpu(data, settings, data_name, on_row),
+            Engine::Gpu(ctx) => sparse_coding::bench_gpu(ctx, data, settings, data_name, on_row).await,
         }
     }
 }

@@ -103,7 +103,7 @@ fn run_autoencoder(args: &BenchArgs, output: Output) -> Result<(), String> {
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     if args.sparse_coding.sparse_coding {
-        return crate::bench_sparse_coding::run(&args.sparse_coding, args.cases, output);
+        return crate::bench_sparse_coding::run(&args.sparse_coding, args.cases, args.backend, output);
     }
     if args.autoencoder {
         return run_autoencoder(&args, output);

@@ -3,12 +3,16 @@
 //! in mini-batches of `--coding-batch` (1,000), per target sparsity of `--sparsities`
 //! (0.03,0.06,0.10) and solver of `--solvers` (cd,raina), one row each, printed as measured
 //! (with `--json`, one JSON object per line). Patches come from `--patch-images` (grey PNGs), or
-//! without them from Philox-drawn gratings, as `bench/sparse_coding_sklearn.py` draws them.
+//! without them from Philox-drawn gratings, as `bench/sparse_coding_sklearn.py` and
+//! `bench/sparse_coding_torch.py` draw them. `bench --backend gpu` runs Raina's solver on the
+//! device (`--solvers` then defaults to raina alone; a cd row runs on the CPU, its `device` says
+//! so).
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::grey_images::read_grey_images;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::bench::sparse_coding::{self as table4, bench_cpu, bench_patches, grating_images, SparseCodingBenchRow, SparseCodingBenchSettings};
+use deepbelief::bench::sparse_coding::{self as table4, bench_patches, grating_images, SparseCodingBenchRow, SparseCodingBenchSettings};
 use deepbelief::sparse_coding::CodeSolver;
 use std::io::Write;
 use std::path::PathBuf;
@@ -40,15 +44,20 @@ pub struct SparseCodingBenchArgs {
     /// --sparse-coding: target fractions of non-zero codes, comma-separated; β is chosen for each.
     #[arg(long, value_name = "S,S,...", value_delimiter = ',', default_values_t = table4::SPARSITIES)]
     pub sparsities: Vec<f64>,
-    /// --sparse-coding: the code step's solvers, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [BenchSolver::Cd, BenchSolver::Raina])]
-    pub solvers: Vec<BenchSolver>,
+    /// --sparse-coding: the code step's solvers, comma-separated (default: cd,raina on the CPU,
+    /// raina on a GPU, where cd runs on the CPU).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub solvers: Option<Vec<BenchSolver>>,
 }
 
-/// Runs the replica; `cases` is `bench --cases` (default 5,000).
-pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, output: Output) -> Result<(), String> {
+/// Runs the replica where `backend` says; `cases` is `bench --cases` (default 5,000).
+pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, backend: BackendChoice, output: Output) -> Result<(), String> {
+    let engine = backend_choice::engine(backend)?;
+    let default_solvers = if engine.is_gpu() { vec![BenchSolver::Raina] } else { vec![BenchSolver::Cd, BenchSolver::Raina] };
     let solvers = args
         .solvers
+        .as_ref()
+        .unwrap_or(&default_solvers)
         .iter()
         .map(|s| match s {
             BenchSolver::Cd => CodeSolver::coordinate_descent(),
@@ -65,8 +74,26 @@ pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, output: Output) -
     let data = bench_patches(&images, settings.patch, settings.cases).map_err(|e| format!("--sparse-coding: {e}"))?;
     let print = |r: &SparseCodingBenchRow| {
         output.text(&format!(
-            "sparse coding {} × {}, {} bases, batches of {}, {:.0}% target (β {:.4}), {}: {:.2} s per pass ({:.2} codes + {:.2} basis), objective {:.4} ({:.4} with the pass's codes), {:.2}% non-zero ({:.2}%), code iterations {:.1} (most {}), basis iterations {:.1}; {}",
-            r.cases, r.inputs, r.bases, r.batch, 100.0 * r.sparsity_target, r.beta, r.solver, r.seconds, r.seconds_codes, r.seconds_basis, r.objective, r.objective_stored, 100.0 * r.nonzero_fraction, 100.0 * r.nonzero_fraction_stored, r.code_iterations_mean, r.code_iterations_max, r.basis_iterations_mean, r.device
+            "sparse coding {} × {}, {} bases, batches of {}, {:.0}% target (β {:.4}), {}: {:.2} s per pass ({:.2} codes + {:.2} basis{}), objective {:.4} ({:.4} with the pass's codes), {:.2}% non-zero ({:.2}%), code iterations {:.1} (most {}), basis iterations {:.1}; {}",
+            r.cases,
+            r.inputs,
+            r.bases,
+            r.batch,
+            100.0 * r.sparsity_target,
+            r.beta,
+            r.solver,
+            r.seconds,
+            r.seconds_codes,
+            r.seconds_basis,
+            r.seconds_with_transfers.map(|s| format!("; {s:.2} with the transfers")).unwrap_or_default(),
+            r.objective,
+            r.objective_stored,
+            100.0 * r.nonzero_fraction,
+            100.0 * r.nonzero_fraction_stored,
+            r.code_iterations_mean,
+            r.code_iterations_max,
+            r.basis_iterations_mean,
+            r.device
         ));
         if output.json {
             // Each row as it is measured: a run cut short keeps what it has.
@@ -75,6 +102,6 @@ pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, output: Output) -
             let _ = writeln!(out, "{line}").and_then(|_| out.flush());
         }
     };
-    bench_cpu(&data, &settings, data_name, print)?;
+    pollster::block_on(engine.bench_sparse_coding(&data, &settings, data_name, print))?;
     Ok(())
 }

@@ -4,11 +4,14 @@
 //! variance, optionally ZCA-whitened with `--whiten`) or on MNIST digits (`--mnist`: the first
 //! `--patches` images, pixels in [0, 1], as they are). β is `--beta`, or chosen so that a
 //! fraction `--sparsity` (default 0.03) of the codes are non-zero at the optimum for the initial
-//! basis (coordinate descent on the first 1,000 cases). Then `--passes` passes over the cases in
-//! mini-batches of `--batch`, each a code step (`--solver raina|cd`) and a basis step. Writes
+//! basis (coordinate descent on the first 1,000 cases, on the CPU). Then `--passes` passes over
+//! the cases in mini-batches of `--batch`, each a code step (`--solver raina|cd`) and a basis
+//! step, where `--backend` says (the engine's `fit_sparse_coding`: the device runs Raina's
+//! solver; coordinate descent runs on the CPU, with a notice). Writes
 //! `sparse_coding.json` (format `deepbelief-sparse-coding/1`) and `bases.png` (one tile per
 //! basis vector, each scaled to its own max|b|) into `--out`, both staged and renamed together.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::grey_images::read_grey_images;
 use crate::out_lock::OutLock;
 use crate::output::Output;
@@ -20,7 +23,7 @@ use deepbelief::report::atomic::AtomicFile;
 use deepbelief::report::image_grid::{filters_of, tile_grey, Scaling};
 use deepbelief::sparse_coding::fit::BatchRecord;
 use deepbelief::sparse_coding::inputs::centre_and_scale;
-use deepbelief::sparse_coding::{beta_for_sparsity, fit, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySearch, SparsitySettings};
+use deepbelief::sparse_coding::{beta_for_sparsity, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySearch, SparsitySettings};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -72,9 +75,13 @@ pub struct SparseCodingArgs {
     /// Passes over the cases.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub passes: usize,
-    /// The code step's solver.
-    #[arg(long, value_enum, default_value_t = SolverChoice::Cd)]
-    pub solver: SolverChoice,
+    /// The code step's solver (default: cd on the CPU, raina on a GPU).
+    #[arg(long, value_enum)]
+    pub solver: Option<SolverChoice>,
+    /// Where the fit runs: cpu, gpu, or auto (a hardware GPU when there is one). The device
+    /// runs Raina's solver; with --solver cd the fit runs on the CPU.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
     /// --images: ZCA-whiten the centred patches (ε = 0.1).
     #[arg(long)]
     pub whiten: bool,
@@ -181,6 +188,8 @@ fn write_outputs(args: &SparseCodingArgs, saved: &SavedSparseCoding, basis: &Bas
 pub fn run(args: SparseCodingArgs) -> Result<(), String> {
     let output = Output { json: args.json };
     check_args(&args)?;
+    let engine = backend_choice::engine(args.backend)?;
+    let solver_choice = args.solver.unwrap_or(if engine.is_gpu() { SolverChoice::Raina } else { SolverChoice::Cd });
     let inputs = read_inputs(&args)?;
     let cases = inputs.values.len() / inputs.width;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
@@ -196,8 +205,13 @@ pub fn run(args: SparseCodingArgs) -> Result<(), String> {
             (search.beta, Some(search))
         }
     };
-    let settings = FitSettings { beta, solver: solver(args.solver), basis_step: BasisStepSettings::default(), batch_size: args.batch, passes: args.passes, track_whole_set: true };
-    output.text(&format!("sparse coding: {cases} cases of {} inputs, {} bases, β {beta:.6}, {} solver, batches of {}, {} passes", inputs.width, args.bases, settings.solver.name(), args.batch, args.passes));
+    let settings = FitSettings { beta, solver: solver(solver_choice), basis_step: BasisStepSettings::default(), batch_size: args.batch, passes: args.passes, track_whole_set: true };
+    let on_cpu = engine.sparse_coding_device(&settings).err().flatten();
+    if let Some(why) = &on_cpu {
+        eprintln!("notice: {why}; running on the CPU");
+    }
+    let side = if on_cpu.is_some() { "the CPU".to_string() } else { engine.describe() };
+    output.text(&format!("sparse coding: {cases} cases of {} inputs, {} bases, β {beta:.6}, {} solver, batches of {}, {} passes, on {side}", inputs.width, args.bases, settings.solver.name(), args.batch, args.passes));
     let batches = cases.div_ceil(args.batch);
     let mut progress = |r: &BatchRecord| {
         output.text(&format!(
@@ -217,7 +231,12 @@ pub fn run(args: SparseCodingArgs) -> Result<(), String> {
         true
     };
     let mut codes = vec![0.0f32; cases * args.bases];
-    let report = fit(&CpuBackend, &mut basis, &inputs.values, &mut codes, &settings, &mut progress).map_err(|e| e.to_string())?;
+    let run = pollster::block_on(engine.fit_sparse_coding(&mut basis, &inputs.values, &mut codes, &settings, &mut progress))?;
+    if let Some(notice) = run.notice.as_ref().filter(|&notice| Some(notice) != on_cpu.as_ref()) {
+        eprintln!("notice: {notice}; it ran on the CPU");
+    }
+    let backend = if run.on_device { "gpu" } else { "cpu" };
+    let report = run.report;
     let seconds: f64 = report.passes.iter().map(|p| p.seconds).sum();
     let saved = SavedSparseCoding {
         format: FORMAT.to_string(),
@@ -245,6 +264,7 @@ pub fn run(args: SparseCodingArgs) -> Result<(), String> {
     output.finish(&json!({
         "objective": last.total, "initial_objective": first.total, "reconstruction": last.reconstruction, "penalty": last.penalty,
         "nonzero_fraction": last.nonzero_fraction, "beta": beta, "passes": args.passes, "seconds": seconds, "solver": settings.solver.name(),
+        "backend": backend,
     }));
     Ok(())
 }
