@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 18's Table 4 replica (Raina, Madhavan & Ng 2009: one pass of sparse coding over 5,000
 # 32x32 patches, 1,024 bases, mini-batches of 1,000, beta for 3/6/10% non-zero codes) on the H100
-# device machine: ours and PyTorch's port of the same algorithm in one run. Every figure is a
-# JSON line in $OUT/sc_*.jsonl, a table in $OUT/sc_summary.txt.
+# device machine: ours and PyTorch's port of the same algorithm in one run, at most
+# GPU_TIMEOUT_S + TORCH_TIMEOUT_S + CPU_S = 570 s by default (under the device tool's 600 s per
+# command). Every figure is a JSON line in $OUT/sc_*.jsonl, a table in $OUT/sc_summary.txt.
 #
 # Run from the repository root there, with our binary carried at .sweep/bin/deepbelief (built
 # here: cargo build --release --bin deepbelief && cp target/release/deepbelief .sweep/bin/)
@@ -41,9 +42,9 @@ BASES=${BASES:-1024}
 BATCH=${BATCH:-1000}
 REPEATS=${REPEATS:-3}
 VARIANTS=${VARIANTS:-eager,chunked,packed,graph,compile}
-GPU_TIMEOUT_S=${GPU_TIMEOUT_S:-240}
-TORCH_TIMEOUT_S=${TORCH_TIMEOUT_S:-360}
-CPU_S=${CPU_S:-240}
+GPU_TIMEOUT_S=${GPU_TIMEOUT_S:-180}
+TORCH_TIMEOUT_S=${TORCH_TIMEOUT_S:-270}
+CPU_S=${CPU_S:-120}
 CPU_THREADS=${CPU_THREADS:-4}
 BIN=${BIN:-.sweep/bin/deepbelief}
 TORCH_DEVICE=${TORCH_DEVICE:-cuda}
