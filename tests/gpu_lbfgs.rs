@@ -327,3 +327,87 @@ fn cost_error(model: &Autoencoder, data: &[f32]) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// `Engine::train_autoencoder` on a device trains by L-BFGS over the device's vectors: 30
+/// iterations (64 → 25, 400 cases) end within 1% of the CPU engine's J (the band of
+/// `lbfgs_on_device_vectors_follows_the_host_run`), J falls every iteration, the report's J
+/// after training is the CPU reference's at the returned parameters, and no trial was
+/// non-finite. A θ with NaN is refused naming the parameter, as the CPU refuses it.
+#[test]
+fn the_engine_trains_on_device_vectors() {
+    use deepbelief::autoencoder::Method;
+    use deepbelief::engine::Engine;
+    let Some(ctx) = context() else { return };
+    let (v, h, rows) = (64, 25, 400);
+    let x = data(rows, v, 101);
+    let start = Autoencoder::initialise(v, h, 102);
+    let method = Method::Lbfgs(LbfgsSettings { max_iterations: 30, ..LbfgsSettings::default() });
+    let engine = Engine::Gpu(ctx);
+    let mut trained = start.clone();
+    let report = engine.train_autoencoder(&mut trained, &x, &settings(), &method, &mut |_, _| true).expect("device training");
+    let mut reference = start.clone();
+    let cpu = Engine::Cpu.train_autoencoder(&mut reference, &x, &settings(), &method, &mut |_, _| true).expect("CPU training");
+    eprintln!("device J {:?}\nCPU J    {:?}", report.history, cpu.history);
+    assert_eq!((report.iterations, report.stop.as_str()), (30, "max_iterations"), "the device run stopped early");
+    assert!(report.history.windows(2).all(|w| w[1] < w[0]), "a device iteration did not descend: {:?}", report.history);
+    let at_params = cost(&CpuBackend, &trained, &x, &settings(), &mut Workspace::new()).unwrap().total;
+    assert_eq!(report.last.total, at_params, "the report's J is not the CPU reference's at the trained parameters");
+    let gap = relative(at_params, cpu.last.total);
+    assert!(gap <= 1e-2, "device training ends at J {at_params}, the CPU's at {} ({gap:.1e})", cpu.last.total);
+    assert!(report.non_finite_trial.is_none(), "a trial was not finite: {:?}", report.non_finite_trial);
+
+    let mut poisoned = start.clone();
+    poisoned.w1[5] = f32::NAN;
+    let error = engine.train_autoencoder(&mut poisoned, &x, &settings(), &method, &mut |_, _| true).expect_err("a NaN θ is refused");
+    assert!(error.contains("W1[visible 0, hidden 5] is NaN"), "the error does not name the parameter: {error}");
+}
+
+/// A device lost during `Engine::train_autoencoder` (destroyed from the progress callback
+/// after iteration 14): θ was last downloaded after iteration 10, so the CPU takes iterations
+/// 11–30 from there, exactly as the CPU's own L-BFGS resumed at that point would (the history
+/// is the device's 10 then the CPU's 20), and the run ends within 10% of an undisturbed run.
+#[test]
+fn a_lost_device_resumes_training_from_the_last_download() {
+    use deepbelief::autoencoder::Method;
+    use deepbelief::engine::autoencoder::CHECKPOINT_ITERATIONS;
+    use deepbelief::engine::Engine;
+    let Some(ctx) = context() else { return };
+    let (v, h, rows) = (64, 25, 400);
+    let x = data(rows, v, 111);
+    let start = Autoencoder::initialise(v, h, 112);
+    let lbfgs_settings = LbfgsSettings { max_iterations: 30, ..LbfgsSettings::default() };
+    let method = Method::Lbfgs(lbfgs_settings);
+    let undisturbed = Engine::Gpu(ctx.clone()).train_autoencoder(&mut start.clone(), &x, &settings(), &method, &mut |_, _| true).expect("device training");
+    let engine = Engine::Gpu(ctx);
+    let mut seen = Vec::new();
+    let mut trained = start.clone();
+    let report = engine
+        .train_autoencoder(&mut trained, &x, &settings(), &method, &mut |iteration, j| {
+            seen.push((iteration, j));
+            if iteration == 14 && seen.len() == 14 {
+                engine.simulate_loss();
+            }
+            true
+        })
+        .expect("training goes on on the CPU");
+    eprintln!("undisturbed {:?}\nwith a loss {:?}\ncallbacks {seen:?}", undisturbed.history, report.history);
+    assert_eq!(CHECKPOINT_ITERATIONS, 10);
+    assert_eq!((report.iterations, report.history.len()), (30, 30), "the run did not finish its 30 iterations");
+    assert_eq!(report.history[..10], undisturbed.history[..10], "the device's first 10 iterations are kept");
+    assert!(report.non_finite_trial.is_none(), "the loss is reported as a non-finite trial: {:?}", report.non_finite_trial);
+    // The CPU's own run from the device's θ after iteration 10 (rebuilt: the device run is
+    // deterministic, so its θ after 10 iterations is the undisturbed run's).
+    let mut at_ten = start.clone();
+    Engine::Gpu(block_on(GpuContext::new()).unwrap()).train_autoencoder(&mut at_ten, &x, &settings(), &Method::Lbfgs(LbfgsSettings { max_iterations: 10, ..lbfgs_settings }), &mut |_, _| true).expect("10 device iterations");
+    let mut scratch = at_ten.clone();
+    let mut objective = CostObjective::new(&CpuBackend, &mut scratch, &x, settings());
+    let mut objective = Blocking(&mut objective);
+    let mut resumed = block_on(Lbfgs::start(&mut objective, at_ten.to_params(), &lbfgs_settings)).unwrap().resumed_after(10, 0);
+    let mut expected = report.history[..10].to_vec();
+    while let IterationOutcome::Iterated { value, .. } = block_on(resumed.iterate(&mut objective)) {
+        expected.push(value);
+    }
+    assert_eq!(report.history, expected, "iterations 11–30 are not the CPU's own run from the device's θ after iteration 10");
+    let gap = relative(*report.history.last().unwrap(), *undisturbed.history.last().unwrap());
+    assert!(gap <= 0.1, "the resumed run ends {gap:.1e} from the undisturbed one");
+}

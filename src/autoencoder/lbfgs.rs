@@ -388,7 +388,9 @@ impl<S: LbfgsVectors> Lbfgs<S> {
         self.stop = Some(LbfgsStop::Cancelled);
     }
 
-    /// The current point as a vector of the space.
+    /// The current point as a vector of the space (not [`LbfgsVectors::point`], where the
+    /// line search evaluates).
+    #[allow(clippy::misnamed_getters)]
     pub fn point(&self) -> &S::Vector {
         &self.x
     }

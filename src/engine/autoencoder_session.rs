@@ -2,12 +2,17 @@
 //! the page's `AutoencoderTrainer` (src/web/autoencoder.rs) drives it one message at a time, and
 //! the engine suite checks it on every backend.
 //!
-//! - L-BFGS is the stepwise [`Lbfgs`] over an evaluator that awaits the device's read-backs
-//!   ([`GpuCost`]) or answers at once (the CPU reference cost): one [`AutoencoderSession::step`]
-//!   is one iteration with its line search. The iterate, the gradient and the correction pairs
-//!   live on the host, so a lost device costs nothing but the iteration in flight: the step
-//!   fails with the reason, the model keeps its last accepted parameters, and the next step
-//!   takes the same iteration again on the CPU.
+//! - L-BFGS is the stepwise [`Lbfgs`]: one [`AutoencoderSession::step`] is one iteration with
+//!   its line search. On a device its vectors live there ([`DeviceVectors`]: the iterate, the
+//!   gradient, the direction and the correction pairs next to the cost's θ), each trial reads
+//!   back only scalars, and the step downloads the accepted θ once, for the page's views and as
+//!   the point a lost device resumes from. A lost device costs the iteration in flight and the
+//!   pairs: the step fails with the reason, the model keeps its last accepted parameters, and
+//!   the next step takes the same iteration again on the CPU, from that point with an empty
+//!   memory (steepest descent first, as a fresh run). On the CPU the vectors are the host's
+//!   f64 ([`HostVectors`](crate::autoencoder::vectors::HostVectors)), bit for bit
+//!   `lbfgs::minimise`; a problem whose vectors the device cannot bind runs the host's vectors
+//!   on the device's cost (θ uploaded, the gradient read back each evaluation).
 //! - SGD is one epoch per step on the CPU ([`SgdRun`]): the device's cost is full-batch.
 //! - After each step `J` and its terms and ρ̂ are those of the accepted point: the terms of the
 //!   line search's evaluation there (no extra pass), ρ̂ read from the device when that
@@ -17,12 +22,14 @@ use std::sync::Arc;
 
 use super::Engine;
 use crate::autoencoder::lbfgs::{IterationOutcome, Lbfgs, LbfgsSettings, LbfgsStop};
+use crate::autoencoder::vectors::{Evaluator as VectorEvaluator, Lost};
 use crate::autoencoder::sgd::{SgdRun, SgdSettings};
 use crate::autoencoder::stepwise::AsyncObjective;
 use crate::autoencoder::{cost, cost_and_gradient, Autoencoder, Cost, CostError, CostSettings, Workspace};
 use crate::backend::cpu::CpuBackend;
 use crate::clock::now_seconds;
 use crate::gpu::autoencoder::{AutoencoderKernels, GpuCost, GpuCostError};
+use crate::gpu::lbfgs::{DeviceScalar, DeviceVector, DeviceVectors, LbfgsKernels, DEFAULT_PAIR_BUDGET};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Optimiser {
@@ -72,7 +79,7 @@ pub async fn evaluate(engine: &Engine, model: &Autoencoder, data: &[f32], settin
             let mut device = GpuCost::new(ctx, &kernels, model.n_visible, model.n_hidden, data, *settings).map_err(|e| e.to_string())?;
             let cost = device.evaluate_into(&params, &mut gradient).await.map_err(|e| e.to_string())?;
             let mean_activation = device.mean_activation().await.map_err(|e| e.to_string())?;
-            Ok(Evaluation { cost: cost.into(), gradient, mean_activation })
+            Ok(Evaluation { cost, gradient, mean_activation })
         }
         Engine::Cpu => {
             let mut flat = Autoencoder::zeros(model.n_visible, model.n_hidden);
@@ -112,12 +119,10 @@ struct Seen {
     mean_activation: Option<Vec<f32>>,
 }
 
-/// The evaluator as the optimiser sees it during one step, remembering every evaluation's
-/// terms (the accepted point's are among them) and why any failed.
-struct Evaluations<'a> {
-    evaluator: &'a mut Evaluator,
-    data: &'a [f32],
-    settings: CostSettings,
+/// Every evaluation of one step: its terms (the accepted point's are among them) and why any
+/// failed.
+#[derive(Default)]
+struct Log {
     seen: Vec<Seen>,
     count: usize,
     /// The first evaluation that was not finite (the line search backed away from it).
@@ -126,11 +131,39 @@ struct Evaluations<'a> {
     lost: Option<String>,
 }
 
+/// The evaluator as the host's vectors see it during one step.
+struct Evaluations<'a> {
+    evaluator: &'a mut Evaluator,
+    data: &'a [f32],
+    settings: CostSettings,
+    log: Log,
+}
+
 impl<'a> Evaluations<'a> {
     fn new(evaluator: &'a mut Evaluator, data: &'a [f32], settings: CostSettings) -> Self {
-        Evaluations { evaluator, data, settings, seen: Vec::new(), count: 0, non_finite: None, lost: None }
+        Evaluations { evaluator, data, settings, log: Log::default() }
+    }
+}
+
+/// The device's cost as the device's vectors see it during one step (each trial one
+/// submission and one read-back of scalars: [`DeviceVectors::evaluate_cost`]).
+struct DeviceEvaluations<'a> {
+    device: &'a mut GpuCost,
+    log: Log,
+}
+
+impl VectorEvaluator<DeviceVectors> for DeviceEvaluations<'_> {
+    async fn evaluate<F: FnOnce(&mut DeviceVectors, &DeviceVector) -> Vec<DeviceScalar>>(&mut self, space: &mut DeviceVectors, point: &DeviceVector, gradient: &mut DeviceVector, then: F) -> (f64, Vec<f64>) {
+        let (result, scalars) = space.evaluate_cost(self.device, point, gradient, then).await;
+        (self.log.record(result.map(|terms| (terms, None))), scalars)
     }
 
+    fn interrupted(&self) -> bool {
+        self.log.lost.is_some()
+    }
+}
+
+impl Log {
     fn record(&mut self, result: Result<(CostTerms, Option<Vec<f32>>), GpuCostError>) -> f64 {
         self.count += 1;
         match result {
@@ -154,6 +187,12 @@ impl<'a> Evaluations<'a> {
         let seen = self.seen.iter().rfind(|s| s.total == value.to_bits())?;
         Some((seen, seen.index == self.count))
     }
+
+    /// The accepted point's terms, ρ̂ where the CPU gave it, and whether its evaluation was the
+    /// step's last.
+    fn accepted(&self, value: f64) -> Option<(CostTerms, Option<Vec<f32>>, bool)> {
+        self.at_value(value).map(|(seen, last)| (seen.terms, seen.mean_activation.clone(), last))
+    }
 }
 
 impl AsyncObjective for Evaluations<'_> {
@@ -163,9 +202,9 @@ impl AsyncObjective for Evaluations<'_> {
                 cpu.model.set_params(x);
                 cost(&CpuBackend, &cpu.model, self.data, &self.settings, &mut cpu.work).map(|c| ((&c).into(), Some(c.mean_activation))).map_err(GpuCostError::Cost)
             }
-            Evaluator::Device(device) => device.cost_at(x).await.map(|c| (c.into(), None)),
+            Evaluator::Device(device) => device.cost_at(x).await.map(|c| (c, None)),
         };
-        self.record(result)
+        self.log.record(result)
     }
 
     async fn value_and_gradient(&mut self, x: &[f64], gradient: &mut [f64]) -> f64 {
@@ -178,21 +217,23 @@ impl AsyncObjective for Evaluations<'_> {
                 }
                 result.map(|c| ((&c).into(), Some(c.mean_activation))).map_err(GpuCostError::Cost)
             }
-            Evaluator::Device(device) => device.evaluate_into(x, gradient).await.map(|c| (c.into(), None)),
+            Evaluator::Device(device) => device.evaluate_into(x, gradient).await.map(|c| (c, None)),
         };
         if result.is_err() {
             gradient.fill(f64::NAN);
         }
-        self.record(result)
+        self.log.record(result)
     }
 
     fn interrupted(&self) -> bool {
-        self.lost.is_some()
+        self.log.lost.is_some()
     }
 }
 
 enum State {
     Lbfgs(Lbfgs),
+    /// L-BFGS with its vectors on the device ([`Evaluator::Device`] evaluates).
+    DeviceLbfgs(Box<Lbfgs<DeviceVectors>>),
     Sgd { run: SgdRun, epochs: usize },
 }
 
@@ -205,6 +246,9 @@ pub struct AutoencoderSession {
     settings: CostSettings,
     /// The last accepted parameters.
     model: Autoencoder,
+    /// The L-BFGS iterations that [`Self::model`] holds (the device's run may be one ahead
+    /// when its download failed).
+    model_iterations: usize,
     state: State,
     cost: CostTerms,
     mean_activation: Vec<f32>,
@@ -247,6 +291,7 @@ impl AutoencoderSession {
             settings,
             state: State::Sgd { run: SgdRun::new(&model, 0, &SgdSettings::default()), epochs: 0 },
             model,
+            model_iterations: 0,
             cost: CostTerms { total: f64::NAN, reconstruction: f64::NAN, weight_decay: f64::NAN, sparsity: f64::NAN },
             mean_activation: Vec::new(),
             initial: CostTerms { total: f64::NAN, reconstruction: f64::NAN, weight_decay: f64::NAN, sparsity: f64::NAN },
@@ -256,7 +301,7 @@ impl AutoencoderSession {
             engine: engine.clone(),
         };
         session.state = match optimiser {
-            Optimiser::Lbfgs(lbfgs_settings) => State::Lbfgs(session.start_lbfgs(&lbfgs_settings).await?),
+            Optimiser::Lbfgs(lbfgs_settings) => session.start_lbfgs(&lbfgs_settings).await?,
             Optimiser::Sgd(sgd) => {
                 let rows = session.data.len() / v;
                 let measured = cost(&CpuBackend, &session.model, &session.data, &settings, &mut Workspace::new()).map_err(|e| format!("J at the starting point: {e}"))?;
@@ -270,21 +315,68 @@ impl AutoencoderSession {
         Ok(session)
     }
 
-    /// L-BFGS's start on the session's evaluator (on the CPU after a device lost meanwhile).
-    async fn start_lbfgs(&mut self, settings: &LbfgsSettings) -> Result<Lbfgs, String> {
+    /// L-BFGS's start on the session's evaluator: with its vectors on the device where the
+    /// device can hold them, else the host's (on the CPU after a device lost meanwhile).
+    async fn start_lbfgs(&mut self, settings: &LbfgsSettings) -> Result<State, String> {
+        if let Some(started) = self.start_device_lbfgs(settings).await {
+            return started.map(|lbfgs| State::DeviceLbfgs(Box::new(lbfgs)));
+        }
+        self.start_host_lbfgs(settings).await.map(State::Lbfgs)
+    }
+
+    /// L-BFGS over the device's vectors from the model's parameters, or None where the device
+    /// cannot hold the vectors (or was lost meanwhile: the evaluator is then the CPU's).
+    async fn start_device_lbfgs(&mut self, settings: &LbfgsSettings) -> Option<Result<Lbfgs<DeviceVectors>, String>> {
+        let (Evaluator::Device(device), Engine::Gpu(ctx)) = (&mut self.evaluator, &self.engine) else { return None };
+        let mut space = match DeviceVectors::for_cost(ctx, &LbfgsKernels::new(ctx), device, settings.memory, DEFAULT_PAIR_BUDGET).await {
+            Ok(space) => space,
+            Err(e) => {
+                if ctx.failure().is_some() {
+                    self.fall_back(&e.to_string());
+                }
+                return None;
+            }
+        };
+        let x = match space.upload(&self.model.to_params()) {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut evaluations = DeviceEvaluations { device, log: Log::default() };
+        let started = Lbfgs::start_in(space, &mut evaluations, x, settings).await;
+        let Log { mut seen, lost, non_finite, .. } = evaluations.log;
+        if let Some(why) = lost {
+            self.fall_back(&why);
+            return None;
+        }
+        let lbfgs = match started {
+            Ok(lbfgs) => lbfgs,
+            Err(start) => return Some(Err(starting_error(non_finite, start.value))),
+        };
+        self.cost = seen.pop().expect("a finite start was evaluated").terms;
+        // The start was the device's last evaluation: ρ̂ is its.
+        match self.device_mean_activation().await {
+            Ok(means) => self.mean_activation = means,
+            Err(why) => {
+                self.fall_back(&why);
+                return None;
+            }
+        }
+        Some(Ok(lbfgs))
+    }
+
+    /// L-BFGS over the host's vectors from the model's parameters, on the session's evaluator
+    /// (on the CPU after a device lost meanwhile).
+    async fn start_host_lbfgs(&mut self, settings: &LbfgsSettings) -> Result<Lbfgs, String> {
         loop {
             let mut evaluations = Evaluations::new(&mut self.evaluator, &self.data, self.settings);
             let started = Lbfgs::start(&mut evaluations, self.model.to_params(), settings).await;
-            let (lost, non_finite) = (evaluations.lost.take(), evaluations.non_finite.take());
-            let measured = evaluations.seen.pop();
+            let (lost, non_finite) = (evaluations.log.lost.take(), evaluations.log.non_finite.take());
+            let measured = evaluations.log.seen.pop();
             if let Some(why) = lost {
                 self.fall_back(&why);
                 continue;
             }
-            let lbfgs = started.map_err(|start| match non_finite {
-                Some(error) => format!("J at the starting point: {error}"),
-                None => format!("J at the starting point is {}", start.value),
-            })?;
+            let lbfgs = started.map_err(|start| starting_error(non_finite, start.value))?;
             let seen = measured.expect("a finite start was evaluated");
             self.cost = seen.terms;
             self.mean_activation = match seen.mean_activation {
@@ -301,7 +393,11 @@ impl AutoencoderSession {
     /// goes on on the CPU.
     pub async fn step(&mut self) -> Result<StepReport, String> {
         let started = now_seconds();
-        let result = if matches!(self.state, State::Lbfgs(_)) { self.lbfgs_step().await } else { self.sgd_step() };
+        let result = match self.state {
+            State::Lbfgs(_) => self.lbfgs_step().await,
+            State::DeviceLbfgs(_) => self.device_lbfgs_step().await,
+            State::Sgd { .. } => self.sgd_step(),
+        };
         let seconds = now_seconds() - started;
         self.seconds += seconds;
         let (iteration, done, stop) = result?;
@@ -316,8 +412,8 @@ impl AutoencoderSession {
         let mut evaluations = Evaluations::new(&mut self.evaluator, &self.data, self.settings);
         let outcome = lbfgs.iterate(&mut evaluations).await;
         let (iterations, value, stop) = (lbfgs.iterations(), lbfgs.value(), lbfgs.stop());
-        let (lost, non_finite) = (evaluations.lost.take(), evaluations.non_finite.take());
-        let at_value = evaluations.at_value(value).map(|(seen, last)| (seen.terms, seen.mean_activation.clone(), last));
+        let (lost, non_finite) = (evaluations.log.lost.take(), evaluations.log.non_finite.take());
+        let at_value = evaluations.log.accepted(value);
         match outcome {
             IterationOutcome::Interrupted => {
                 let why = lost.unwrap_or_else(|| "the device failed".into());
@@ -336,6 +432,56 @@ impl AutoencoderSession {
                 Ok((iterations, stop.is_some(), stop.map(stop_name)))
             }
         }
+    }
+
+    /// One L-BFGS iteration over the device's vectors, then the accepted θ downloaded into the
+    /// model. A lost device (during the iteration or the download) fails the step, and the
+    /// run goes on on the CPU from the model's parameters ([`Self::resume_on_cpu`]).
+    async fn device_lbfgs_step(&mut self) -> Result<(usize, bool, Option<String>), String> {
+        let (State::DeviceLbfgs(lbfgs), Evaluator::Device(device)) = (&mut self.state, &mut self.evaluator) else { unreachable!("a device L-BFGS session evaluates on the device") };
+        let mut evaluations = DeviceEvaluations { device, log: Log::default() };
+        let outcome = lbfgs.iterate(&mut evaluations).await;
+        let (iterations, value, stop) = (lbfgs.iterations(), lbfgs.value(), lbfgs.stop());
+        let Log { lost, non_finite, .. } = &evaluations.log;
+        let (lost, non_finite, at_value) = (lost.clone(), non_finite.clone(), evaluations.log.accepted(value));
+        let moved = match outcome {
+            IterationOutcome::Stopped(stop) => return Ok((iterations, true, Some(stop_name(stop)))),
+            IterationOutcome::Interrupted => Err(lost.or_else(|| lbfgs.space().lost().map(str::to_string)).unwrap_or_else(|| "the device failed".into())),
+            IterationOutcome::Iterated { .. } => {
+                let point = lbfgs.point().clone();
+                lbfgs.space_mut().download(&point).await.map_err(|Lost(why)| why)
+            }
+        };
+        let x = match moved {
+            Ok(x) => x,
+            Err(why) => {
+                let done = self.model_iterations.min(iterations);
+                self.resume_on_cpu(&why, done).await?;
+                return Err(format!("the device was lost during iteration {} ({why}); the model keeps its last parameters, and the next step takes the iteration again on the CPU", done + 1));
+            }
+        };
+        self.model.set_params(&x);
+        self.model_iterations = iterations;
+        self.measure(at_value, &x).await?;
+        if let (Some(LbfgsStop::StepTooSmall), Some(error)) = (stop, non_finite) {
+            return Err(format!("iteration {iterations} found no finite lower point along its direction ({error}); the model keeps its last parameters"));
+        }
+        Ok((iterations, stop.is_some(), stop.map(stop_name)))
+    }
+
+    /// After a lost device: the evaluations move to the CPU, and L-BFGS starts afresh there
+    /// (the device's pairs are lost with it) from the model's parameters, counted as resuming
+    /// after the model's `iterations` and the evaluations so far.
+    async fn resume_on_cpu(&mut self, why: &str, iterations: usize) -> Result<(), String> {
+        let State::DeviceLbfgs(lbfgs) = &self.state else { unreachable!("a device L-BFGS session") };
+        let (settings, evaluations) = (*lbfgs.settings(), lbfgs.evaluations());
+        self.fall_back(why);
+        let cost = self.cost;
+        let resumed = self.start_host_lbfgs(&settings).await;
+        // The model's J stays the device's measurement of it until the next step.
+        self.cost = cost;
+        self.state = State::Lbfgs(resumed?.resumed_after(iterations, evaluations));
+        Ok(())
     }
 
     /// `J`'s terms and ρ̂ at `x`, the accepted point: from its evaluation during the step where
@@ -360,7 +506,7 @@ impl AutoencoderSession {
         if let Evaluator::Device(device) = &mut self.evaluator {
             if let Ok(terms) = device.cost_at(x).await {
                 if let Ok(means) = self.device_mean_activation().await {
-                    self.cost = terms.into();
+                    self.cost = terms;
                     self.mean_activation = means;
                     return Ok(());
                 }
@@ -469,6 +615,7 @@ impl AutoencoderSession {
     pub fn iterations(&self) -> usize {
         match &self.state {
             State::Lbfgs(lbfgs) => lbfgs.iterations(),
+            State::DeviceLbfgs(lbfgs) => lbfgs.iterations(),
             State::Sgd { run, .. } => run.epochs_done(),
         }
     }
@@ -478,6 +625,7 @@ impl AutoencoderSession {
     pub fn evaluations(&self) -> usize {
         match &self.state {
             State::Lbfgs(lbfgs) => lbfgs.evaluations(),
+            State::DeviceLbfgs(lbfgs) => lbfgs.evaluations(),
             State::Sgd { .. } => self.sgd_evaluations,
         }
     }
@@ -486,6 +634,7 @@ impl AutoencoderSession {
     pub fn stop(&self) -> Option<String> {
         match &self.state {
             State::Lbfgs(lbfgs) => lbfgs.stop().map(stop_name),
+            State::DeviceLbfgs(lbfgs) => lbfgs.stop().map(stop_name),
             State::Sgd { run, epochs } => (run.epochs_done() >= *epochs).then(|| stop_name(LbfgsStop::MaxIterations)),
         }
     }
@@ -500,6 +649,13 @@ impl AutoencoderSession {
         if self.on_device() {
             self.engine.simulate_loss();
         }
+    }
+}
+
+fn starting_error(non_finite: Option<CostError>, value: f64) -> String {
+    match non_finite {
+        Some(error) => format!("J at the starting point: {error}"),
+        None => format!("J at the starting point is {value}"),
     }
 }
 
