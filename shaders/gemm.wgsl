@@ -63,8 +63,15 @@
 const NT: u32 = WG_X * WG_Y;
 const LOADS_A: u32 = BM * BK / NT;
 const LOADS_B: u32 = BN * BK / NT;
-const_assert LOADS_A == 4u;
+// Loads per invocation and k step in quads of 4 (registers next_a0/1, next_b0/1).
+const QA: u32 = LOADS_A / 4u;
+const QB: u32 = LOADS_B / 4u;
+const_assert LOADS_A == 4u || LOADS_A == 8u;
 const_assert LOADS_B == 4u || LOADS_B == 8u;
+const_assert BK == 8u || BK == 16u; // slab_products writes out 8 or 16 steps
+// One slab of A and of B in workgroup memory (SLABS of each: 2 with DOUBLE).
+const A_SLAB: u32 = BK * A_STRIDE;
+const B_SLAB: u32 = BK * B_STRIDE;
 
 const FLAG_ACCUMULATE: u32 = 1u;
 const FLAG_BIAS: u32 = 2u;
@@ -98,7 +105,7 @@ struct Params {
     k_split: u32, // PAIRED: depth of the first pair
     alpha2: f32,  // PAIRED: scale of the second pair
     half_tasks: u32, // UPDATE: leading half-height tasks (see main)
-    _pad: u32,
+    group_rows: u32, // tile rows walked together, column by column (see main); 1: row-major
 }
 
 // Per-call values that a trainer changes every batch without new bind groups: one 256-byte
@@ -117,8 +124,8 @@ struct Slot {
 // 6 (samples) and 8 (partials: splits × m × n, packed) by the output file, likewise, a quad
 // of 4 columns at a time (load_c, store_c, store_samples, load_partial, store_partial).
 
-var<workgroup> a_tile: array<vec4<f32>, BK * A_STRIDE>;
-var<workgroup> b_tile: array<vec4<f32>, BK * B_STRIDE>;
+var<workgroup> a_tile: array<vec4<f32>, SLABS * A_SLAB>;
+var<workgroup> b_tile: array<vec4<f32>, SLABS * B_SLAB>;
 
 // Element (stored_row, col) of A as stored, gathered and converted.
 fn a_at(stored_row: u32, col: u32) -> f32 {
@@ -166,11 +173,12 @@ fn pair_range(k0: u32, k_end: u32) -> vec3<u32> {
     return vec3<u32>(k0, min(k_end, params.k_split), 0u);
 }
 
-fn load_a(m0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
+// `checked` false (a constant after inlining): the tile lies inside the matrices (INTERIOR).
+fn load_a(m0: u32, k0: u32, k_end: u32, l: u32, checked: bool) -> f32 {
     let at = a_slot(l);
     let i = m0 + at.x;
     let j = k0 + at.y;
-    if (i >= params.m || j >= k_end) {
+    if (checked && (i >= params.m || j >= k_end)) {
         return 0.0;
     }
     if (A_TRANS) {
@@ -194,11 +202,11 @@ fn load_a2(m0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
     return bitcast<f32>(order_word(params.order_offset + e));
 }
 
-fn load_b(n0: u32, k0: u32, k_end: u32, l: u32) -> f32 {
+fn load_b(n0: u32, k0: u32, k_end: u32, l: u32, checked: bool) -> f32 {
     let at = b_slot(l);
     let j = n0 + at.x;
     let i = k0 + at.y;
-    if (j >= params.n || i >= k_end) {
+    if (checked && (j >= params.n || i >= k_end)) {
         return 0.0;
     }
     if (B_TRANS) {
@@ -245,12 +253,12 @@ fn b_vec_slot(v: u32) -> vec2<u32> { // (nn, kk) of the vector's first element
     return vec2<u32>(along, across);
 }
 
-fn fetch_a_vec(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+fn fetch_a_vec(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32, checked: bool) -> vec4<f32> {
     let at = a_vec_slot(tid + q * NT);
     let r = pair_range(k0_all, k_end_all);
     let i = m0 + at.x;
     let j = r.x + at.y;
-    if (i >= params.m || j >= r.y) {
+    if (checked && (i >= params.m || j >= r.y)) {
         return vec4<f32>(0.0);
     }
     var e = i * params.lda + j;
@@ -266,12 +274,12 @@ fn fetch_a_vec(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f
     return a_vec(params.a_offset + e);
 }
 
-fn fetch_b_vec(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
+fn fetch_b_vec(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32, checked: bool) -> vec4<f32> {
     let at = b_vec_slot(tid + q * NT);
     let r = pair_range(k0_all, k_end_all);
     let j = n0 + at.x;
     let i = r.x + at.y;
-    if (j >= params.n || i >= r.y) {
+    if (checked && (j >= params.n || i >= r.y)) {
         return vec4<f32>(0.0);
     }
     var e = i * params.ldb + j;
@@ -285,9 +293,9 @@ fn fetch_b_vec(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f
 }
 
 // The pair is chosen once per k step (a uniform branch), so each path is the plain one.
-fn fetch_a(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
-    if (VEC) {
-        return fetch_a_vec(m0, k0_all, k_end_all, tid, q);
+fn fetch_a(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32, checked: bool) -> vec4<f32> {
+    if (VEC_A) {
+        return fetch_a_vec(m0, k0_all, k_end_all, tid, q, checked);
     }
     let l = tid + 4u * q * NT;
     let r = pair_range(k0_all, k_end_all);
@@ -296,16 +304,16 @@ fn fetch_a(m0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> 
     if (PAIRED && r.z != 0u) {
         return params.alpha2 * vec4<f32>(load_a2(m0, k0, k_end, l), load_a2(m0, k0, k_end, l + NT), load_a2(m0, k0, k_end, l + 2u * NT), load_a2(m0, k0, k_end, l + 3u * NT));
     }
-    let v = vec4<f32>(load_a(m0, k0, k_end, l), load_a(m0, k0, k_end, l + NT), load_a(m0, k0, k_end, l + 2u * NT), load_a(m0, k0, k_end, l + 3u * NT));
+    let v = vec4<f32>(load_a(m0, k0, k_end, l, checked), load_a(m0, k0, k_end, l + NT, checked), load_a(m0, k0, k_end, l + 2u * NT, checked), load_a(m0, k0, k_end, l + 3u * NT, checked));
     if (PAIRED) {
         return params.alpha * v;
     }
     return v;
 }
 
-fn fetch_b(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> {
-    if (VEC) {
-        return fetch_b_vec(n0, k0_all, k_end_all, tid, q);
+fn fetch_b(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32, checked: bool) -> vec4<f32> {
+    if (VEC_B) {
+        return fetch_b_vec(n0, k0_all, k_end_all, tid, q, checked);
     }
     let l = tid + 4u * q * NT;
     let r = pair_range(k0_all, k_end_all);
@@ -314,55 +322,58 @@ fn fetch_b(n0: u32, k0_all: u32, k_end_all: u32, tid: u32, q: u32) -> vec4<f32> 
     if (PAIRED && r.z != 0u) {
         return vec4<f32>(load_b2(n0, k0, k_end, l), load_b2(n0, k0, k_end, l + NT), load_b2(n0, k0, k_end, l + 2u * NT), load_b2(n0, k0, k_end, l + 3u * NT));
     }
-    return vec4<f32>(load_b(n0, k0, k_end, l), load_b(n0, k0, k_end, l + NT), load_b(n0, k0, k_end, l + 2u * NT), load_b(n0, k0, k_end, l + 3u * NT));
+    return vec4<f32>(load_b(n0, k0, k_end, l, checked), load_b(n0, k0, k_end, l + NT, checked), load_b(n0, k0, k_end, l + 2u * NT, checked), load_b(n0, k0, k_end, l + 3u * NT, checked));
 }
 
-fn put_a(l: u32, value: f32) {
+fn put_a(base: u32, l: u32, value: f32) {
     let at = a_slot(l);
-    a_tile[at.y * A_STRIDE + at.x / 4u][at.x % 4u] = value;
+    a_tile[base + at.y * A_STRIDE + at.x / 4u][at.x % 4u] = value;
 }
 
-fn put_b(l: u32, value: f32) {
+fn put_b(base: u32, l: u32, value: f32) {
     let at = b_slot(l);
-    b_tile[at.y * B_STRIDE + at.x / 4u][at.x % 4u] = value;
+    b_tile[base + at.y * B_STRIDE + at.x / 4u][at.x % 4u] = value;
 }
 
-fn stash_a(tid: u32, q: u32, v: vec4<f32>) {
-    if (VEC) {
+// Quad q of an invocation's loads into slab `slab` of workgroup memory.
+fn stash_a(slab: u32, tid: u32, q: u32, v: vec4<f32>) {
+    let base = slab * A_SLAB;
+    if (VEC_A) {
         let at = a_vec_slot(tid + q * NT);
         if (A_TRANS) {
-            a_tile[at.y * A_STRIDE + at.x / 4u] = v; // 4 rows at one k: one vec4 slot
+            a_tile[base + at.y * A_STRIDE + at.x / 4u] = v; // 4 rows at one k: one vec4 slot
         } else {
             for (var c = 0u; c < 4u; c = c + 1u) {
-                a_tile[(at.y + c) * A_STRIDE + at.x / 4u][at.x % 4u] = v[c];
+                a_tile[base + (at.y + c) * A_STRIDE + at.x / 4u][at.x % 4u] = v[c];
             }
         }
         return;
     }
     let l = tid + 4u * q * NT;
-    put_a(l, v.x);
-    put_a(l + NT, v.y);
-    put_a(l + 2u * NT, v.z);
-    put_a(l + 3u * NT, v.w);
+    put_a(base, l, v.x);
+    put_a(base, l + NT, v.y);
+    put_a(base, l + 2u * NT, v.z);
+    put_a(base, l + 3u * NT, v.w);
 }
 
-fn stash_b(tid: u32, q: u32, v: vec4<f32>) {
-    if (VEC) {
+fn stash_b(slab: u32, tid: u32, q: u32, v: vec4<f32>) {
+    let base = slab * B_SLAB;
+    if (VEC_B) {
         let at = b_vec_slot(tid + q * NT);
         if (B_TRANS) {
             for (var c = 0u; c < 4u; c = c + 1u) {
-                b_tile[(at.y + c) * B_STRIDE + at.x / 4u][at.x % 4u] = v[c];
+                b_tile[base + (at.y + c) * B_STRIDE + at.x / 4u][at.x % 4u] = v[c];
             }
         } else {
-            b_tile[at.y * B_STRIDE + at.x / 4u] = v; // 4 columns at one k: one vec4 slot
+            b_tile[base + at.y * B_STRIDE + at.x / 4u] = v; // 4 columns at one k: one vec4 slot
         }
         return;
     }
     let l = tid + 4u * q * NT;
-    put_b(l, v.x);
-    put_b(l + NT, v.y);
-    put_b(l + 2u * NT, v.z);
-    put_b(l + 3u * NT, v.w);
+    put_b(base, l, v.x);
+    put_b(base, l + NT, v.y);
+    put_b(base, l + 2u * NT, v.z);
+    put_b(base, l + 3u * NT, v.w);
 }
 
 // A 4 × 4 block of accumulators: row i of the block is a vec4 over 4 adjacent columns. Kept
@@ -410,7 +421,7 @@ fn finish_row(acc: vec4<f32>, r: u32, c0: u32, step: vec2<u32>) {
         v = sigmoid_clamped(v);
     }
     store_c(c_at, lanes, v);
-    if ((flags & FLAG_SAMPLE) != 0u) {
+    if (SAMPLING && (flags & FLAG_SAMPLE) != 0u) {
         // Stream indices e .. e + 3, e = index_base + r·n + c0: lanes (e & 3) .. 3 of block
         // e >> 2 and, when e is not a multiple of 4, the first lanes of the next block.
         let e = add_u64(params.index_base, vec2<u32>(r * params.n + c0, 0u));
@@ -468,71 +479,244 @@ fn store_partial_block(acc: Block, split: u32, r0: u32, c0: u32) {
     }
 }
 
-// The four accumulator blocks of an invocation (see k_loop).
+// The accumulator blocks of an invocation: c{i}{j} holds rows 4·(ty + i·WG_Y) + 0..3 and
+// columns 4·(tx + j·WG_X) + 0..3 of the tile. c00 always; c01 with TN ≥ 8, c02 and c03 with
+// TN = 16, c1j with TM = 8. The unused ones are dead code for the compiler.
 struct Sums {
     c00: Block,
     c01: Block,
+    c02: Block,
+    c03: Block,
     c10: Block,
     c11: Block,
+    c12: Block,
+    c13: Block,
+}
+
+// One k index's products: acc += op(A)[rows, kk] ⊗ op(B)[kk, columns], with a_at and b_at the
+// workgroup-memory indices of this invocation's first vec4 of A and of B at that kk. Every
+// read is a vec4: A's are broadcasts, B's contiguous across tx.
+fn kk_products(acc: Sums, a_at: u32, b_at: u32, whole: bool) -> Sums {
+    var c00 = acc.c00;
+    var c01 = acc.c01;
+    var c02 = acc.c02;
+    var c03 = acc.c03;
+    var c10 = acc.c10;
+    var c11 = acc.c11;
+    var c12 = acc.c12;
+    var c13 = acc.c13;
+    let a0 = a_tile[a_at];
+    let b0 = b_tile[b_at];
+    c00 = outer_add(c00, a0, b0);
+    if (TN >= 8u) {
+        let b1 = b_tile[b_at + WG_X];
+        c01 = outer_add(c01, a0, b1);
+        if (TM == 8u && whole) {
+            let a1 = a_tile[a_at + WG_Y];
+            c11 = outer_add(c11, a1, b1);
+        }
+    }
+    if (TN == 16u) {
+        let b2 = b_tile[b_at + 2u * WG_X];
+        let b3 = b_tile[b_at + 3u * WG_X];
+        c02 = outer_add(c02, a0, b2);
+        c03 = outer_add(c03, a0, b3);
+        if (TM == 8u && whole) {
+            let a1 = a_tile[a_at + WG_Y];
+            c12 = outer_add(c12, a1, b2);
+            c13 = outer_add(c13, a1, b3);
+        }
+    }
+    if (TM == 8u && whole) {
+        let a1 = a_tile[a_at + WG_Y];
+        c10 = outer_add(c10, a1, b0);
+    }
+    return Sums(c00, c01, c02, c03, c10, c11, c12, c13);
+}
+
+// One slab's products: acc += op(A)[rows, slab] · op(B)[slab, columns] from slab `slab` of
+// workgroup memory. UNROLL writes the BK steps out: NVIDIA's Vulkan compiler keeps the loop
+// (an H100's SASS showed it rolled, with address arithmetic and register moves in every
+// step and no load of the next step's operands during this one's FMAs).
+fn slab_products(acc: Sums, slab: u32, tx: u32, ty: u32, whole: bool) -> Sums {
+    let a_at = slab * A_SLAB + ty;
+    let b_at = slab * B_SLAB + tx;
+    var s = acc;
+    if (UNROLL) {
+        s = kk_products(s, a_at, b_at, whole);
+        s = kk_products(s, a_at + A_STRIDE, b_at + B_STRIDE, whole);
+        s = kk_products(s, a_at + 2u * A_STRIDE, b_at + 2u * B_STRIDE, whole);
+        s = kk_products(s, a_at + 3u * A_STRIDE, b_at + 3u * B_STRIDE, whole);
+        s = kk_products(s, a_at + 4u * A_STRIDE, b_at + 4u * B_STRIDE, whole);
+        s = kk_products(s, a_at + 5u * A_STRIDE, b_at + 5u * B_STRIDE, whole);
+        s = kk_products(s, a_at + 6u * A_STRIDE, b_at + 6u * B_STRIDE, whole);
+        s = kk_products(s, a_at + 7u * A_STRIDE, b_at + 7u * B_STRIDE, whole);
+        if (BK == 16u) {
+            s = kk_products(s, a_at + 8u * A_STRIDE, b_at + 8u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 9u * A_STRIDE, b_at + 9u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 10u * A_STRIDE, b_at + 10u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 11u * A_STRIDE, b_at + 11u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 12u * A_STRIDE, b_at + 12u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 13u * A_STRIDE, b_at + 13u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 14u * A_STRIDE, b_at + 14u * B_STRIDE, whole);
+            s = kk_products(s, a_at + 15u * A_STRIDE, b_at + 15u * B_STRIDE, whole);
+        }
+        return s;
+    }
+    for (var kk = 0u; kk < BK; kk = kk + 1u) {
+        s = kk_products(s, a_at + kk * A_STRIDE, b_at + kk * B_STRIDE, whole);
+    }
+    return s;
 }
 
 // The k loop of a workgroup's tile, rows m0.. and columns n0.., over [k_begin, k_end).
-// `whole` false: only the tile's first BM/2 rows (c10 and c11 stay zero). Called with a
+// `whole` false: only the tile's first BM/2 rows (the c1j stay zero). Called with a
 // constant for `whole`, so each call compiles to its own loop without a branch inside (a
 // uniform branch in the loop cost the fused gradient 6% on an H100).
-fn k_loop(m0: u32, n0: u32, k_begin: u32, k_end: u32, tid: u32, tx: u32, ty: u32, whole: bool) -> Sums {
-    // Accumulators: c00 always; c01 (columns + 4·WG_X) when TN = 8, c10 (rows + 4·WG_Y) when
-    // TM = 8, c11 when both. The unused ones are dead code for the compiler.
+fn k_loop(m0: u32, n0: u32, k_begin: u32, k_end: u32, tid: u32, tx: u32, ty: u32, whole: bool, checked: bool) -> Sums {
     let zero = Block(vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0), vec4<f32>(0.0));
-    var c00 = zero;
-    var c01 = zero;
-    var c10 = zero;
-    var c11 = zero;
+    var acc = Sums(zero, zero, zero, zero, zero, zero, zero, zero);
 
-    // Register double buffering: the next step's global loads are issued before this step's
-    // arithmetic. Every tiling has 4 loads of A and 4 or 8 of B per invocation and step.
-    var next_a = fetch_a(m0, k_begin, k_end, tid, 0u);
-    var next_b0 = fetch_b(n0, k_begin, k_end, tid, 0u);
+    // Register double buffering (PREFETCH): the next step's global loads are issued before this
+    // step's arithmetic. Every tiling has 4 or 8 loads of A and of B per invocation and step.
+    var next_a0 = vec4<f32>(0.0);
+    var next_a1 = vec4<f32>(0.0);
+    var next_b0 = vec4<f32>(0.0);
     var next_b1 = vec4<f32>(0.0);
-    if (LOADS_B == 8u) {
-        next_b1 = fetch_b(n0, k_begin, k_end, tid, 1u);
+    if (PREFETCH || DOUBLE) {
+        next_a0 = fetch_a(m0, k_begin, k_end, tid, 0u, checked);
+        if (QA == 2u) {
+            next_a1 = fetch_a(m0, k_begin, k_end, tid, 1u, checked);
+        }
+        next_b0 = fetch_b(n0, k_begin, k_end, tid, 0u, checked);
+        if (QB == 2u) {
+            next_b1 = fetch_b(n0, k_begin, k_end, tid, 1u, checked);
+        }
+    }
+    if (DOUBLE) {
+        // Two slabs: step s computes from slab s % 2 while it stores step s + 1's loads into
+        // the other, so one barrier per step orders both (the slab stored in step s was last
+        // read in step s − 1, before that step's barrier).
+        stash_a(0u, tid, 0u, next_a0);
+        if (QA == 2u) {
+            stash_a(0u, tid, 1u, next_a1);
+        }
+        stash_b(0u, tid, 0u, next_b0);
+        if (QB == 2u) {
+            stash_b(0u, tid, 1u, next_b1);
+        }
+        workgroupBarrier();
+        var slab = 0u;
+        for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
+            let k_next = k0 + BK;
+            let more = k_next < k_end;
+            if (more) {
+                next_a0 = fetch_a(m0, k_next, k_end, tid, 0u, checked);
+                if (QA == 2u) {
+                    next_a1 = fetch_a(m0, k_next, k_end, tid, 1u, checked);
+                }
+                next_b0 = fetch_b(n0, k_next, k_end, tid, 0u, checked);
+                if (QB == 2u) {
+                    next_b1 = fetch_b(n0, k_next, k_end, tid, 1u, checked);
+                }
+            }
+            acc = slab_products(acc, slab, tx, ty, whole);
+            if (more) {
+                stash_a(1u - slab, tid, 0u, next_a0);
+                if (QA == 2u) {
+                    stash_a(1u - slab, tid, 1u, next_a1);
+                }
+                stash_b(1u - slab, tid, 0u, next_b0);
+                if (QB == 2u) {
+                    stash_b(1u - slab, tid, 1u, next_b1);
+                }
+            }
+            workgroupBarrier();
+            slab = 1u - slab;
+        }
+        return acc;
     }
     for (var k0 = k_begin; k0 < k_end; k0 = k0 + BK) {
-        stash_a(tid, 0u, next_a);
-        stash_b(tid, 0u, next_b0);
-        if (LOADS_B == 8u) {
-            stash_b(tid, 1u, next_b1);
+        if (!PREFETCH) {
+            // The loads right before their stores: fewer live registers, the latency exposed.
+            next_a0 = fetch_a(m0, k0, k_end, tid, 0u, checked);
+            if (QA == 2u) {
+                next_a1 = fetch_a(m0, k0, k_end, tid, 1u, checked);
+            }
+            next_b0 = fetch_b(n0, k0, k_end, tid, 0u, checked);
+            if (QB == 2u) {
+                next_b1 = fetch_b(n0, k0, k_end, tid, 1u, checked);
+            }
+        }
+        stash_a(0u, tid, 0u, next_a0);
+        if (QA == 2u) {
+            stash_a(0u, tid, 1u, next_a1);
+        }
+        stash_b(0u, tid, 0u, next_b0);
+        if (QB == 2u) {
+            stash_b(0u, tid, 1u, next_b1);
         }
         workgroupBarrier();
         let k_next = k0 + BK;
-        if (k_next < k_end) {
-            next_a = fetch_a(m0, k_next, k_end, tid, 0u);
-            next_b0 = fetch_b(n0, k_next, k_end, tid, 0u);
-            if (LOADS_B == 8u) {
-                next_b1 = fetch_b(n0, k_next, k_end, tid, 1u);
+        if (PREFETCH && k_next < k_end) {
+            next_a0 = fetch_a(m0, k_next, k_end, tid, 0u, checked);
+            if (QA == 2u) {
+                next_a1 = fetch_a(m0, k_next, k_end, tid, 1u, checked);
+            }
+            next_b0 = fetch_b(n0, k_next, k_end, tid, 0u, checked);
+            if (QB == 2u) {
+                next_b1 = fetch_b(n0, k_next, k_end, tid, 1u, checked);
             }
         }
-        for (var kk = 0u; kk < BK; kk = kk + 1u) {
-            let a0 = a_tile[kk * A_STRIDE + ty];
-            let b0 = b_tile[kk * B_STRIDE + tx];
-            c00 = outer_add(c00, a0, b0);
-            if (TN == 8u) {
-                let b1 = b_tile[kk * B_STRIDE + tx + WG_X];
-                c01 = outer_add(c01, a0, b1);
-                if (TM == 8u && whole) {
-                    let a1 = a_tile[kk * A_STRIDE + ty + WG_Y];
-                    c11 = outer_add(c11, a1, b1);
-                }
-            }
-            if (TM == 8u && whole) {
-                let a1 = a_tile[kk * A_STRIDE + ty + WG_Y];
-                c10 = outer_add(c10, a1, b0);
-            }
-        }
+        acc = slab_products(acc, 0u, tx, ty, whole);
         workgroupBarrier();
     }
+    return acc;
+}
 
-    return Sums(c00, c01, c10, c11);
+// Raw sums or the epilogue of block c{i}{j} (see Sums), by the split-k or the plain path.
+fn finish_sums(s: Sums, split: u32, r0: u32, c0: u32, step: vec2<u32>) {
+    let dr = 4u * WG_Y;
+    let dc = 4u * WG_X;
+    if (params.splits > 1u) {
+        store_partial_block(s.c00, split, r0, c0);
+        if (TN >= 8u) {
+            store_partial_block(s.c01, split, r0, c0 + dc);
+        }
+        if (TN == 16u) {
+            store_partial_block(s.c02, split, r0, c0 + 2u * dc);
+            store_partial_block(s.c03, split, r0, c0 + 3u * dc);
+        }
+        if (TM == 8u) {
+            store_partial_block(s.c10, split, r0 + dr, c0);
+            if (TN >= 8u) {
+                store_partial_block(s.c11, split, r0 + dr, c0 + dc);
+            }
+            if (TN == 16u) {
+                store_partial_block(s.c12, split, r0 + dr, c0 + 2u * dc);
+                store_partial_block(s.c13, split, r0 + dr, c0 + 3u * dc);
+            }
+        }
+        return;
+    }
+    finish_block(s.c00, r0, c0, step);
+    if (TN >= 8u) {
+        finish_block(s.c01, r0, c0 + dc, step);
+    }
+    if (TN == 16u) {
+        finish_block(s.c02, r0, c0 + 2u * dc, step);
+        finish_block(s.c03, r0, c0 + 3u * dc, step);
+    }
+    if (TM == 8u) {
+        finish_block(s.c10, r0 + dr, c0, step);
+        if (TN >= 8u) {
+            finish_block(s.c11, r0 + dr, c0 + dc, step);
+        }
+        if (TN == 16u) {
+            finish_block(s.c12, r0 + dr, c0 + 2u * dc, step);
+            finish_block(s.c13, r0 + dr, c0 + 3u * dc, step);
+        }
+    }
 }
 
 @compute @workgroup_size(WG_X, WG_Y)
@@ -568,56 +752,48 @@ fn main(
             half = 1u + (g / 2u) % 2u;
         }
     }
+    // Tile order: with group_rows = G > 1, tiles are taken G tile rows at a time, column by
+    // column within the band (Triton's GROUP_M), so that the workgroups running at once
+    // share their rows of A and columns of B in L2; the last band may be narrower.
+    var tile_row = tile / params.tiles_n;
+    var tile_col = tile % params.tiles_n;
+    if (params.group_rows > 1u) {
+        let tiles_m = params.tiles_total / params.tiles_n;
+        let band = params.group_rows * params.tiles_n;
+        let first = tile / band * params.group_rows;
+        let rows = min(params.group_rows, tiles_m - first);
+        let within = tile % band;
+        tile_row = first + within % rows;
+        tile_col = within / rows;
+    }
     let whole = half == 0u;
     let k_begin = split * params.k_chunk;
     let k_end = min(params.k, k_begin + params.k_chunk);
-    let m0 = (tile / params.tiles_n) * BM + select(0u, BM / 2u, half == 2u);
-    let n0 = (tile % params.tiles_n) * BN;
+    let m0 = tile_row * BM + select(0u, BM / 2u, half == 2u);
+    let n0 = tile_col * BN;
     let tx = lid.x;
     let ty = lid.y;
     let tid = ty * WG_X + tx;
 
+    // INTERIOR: a tile wholly inside the matrices, over whole k steps, takes a k loop without
+    // bounds checks (each call of k_loop compiles to its own loop).
+    let inside = INTERIOR && m0 + BM <= params.m && n0 + BN <= params.n && (k_end - k_begin) % BK == 0u;
     var sums: Sums;
-    if (whole) {
-        sums = k_loop(m0, n0, k_begin, k_end, tid, tx, ty, true);
+    if (UPDATE && !whole) {
+        sums = k_loop(m0, n0, k_begin, k_end, tid, tx, ty, false, true);
+    } else if (inside) {
+        sums = k_loop(m0, n0, k_begin, k_end, tid, tx, ty, true, false);
     } else {
-        sums = k_loop(m0, n0, k_begin, k_end, tid, tx, ty, false);
+        sums = k_loop(m0, n0, k_begin, k_end, tid, tx, ty, true, true);
     }
-    let c00 = sums.c00;
-    let c01 = sums.c01;
-    let c10 = sums.c10;
-    let c11 = sums.c11;
 
     let r0 = m0 + 4u * ty;
     let c0 = n0 + 4u * tx;
     if (UPDATE) {
-        finish_update(c00, c01, c10, c11, r0, c0, tid, g, whole);
+        finish_update(sums.c00, sums.c01, sums.c10, sums.c11, r0, c0, tid, g, whole);
         return;
     }
-    if (params.splits > 1u) {
-        store_partial_block(c00, split, r0, c0);
-        if (TN == 8u) {
-            store_partial_block(c01, split, r0, c0 + 4u * WG_X);
-        }
-        if (TM == 8u) {
-            store_partial_block(c10, split, r0 + 4u * WG_Y, c0);
-            if (TN == 8u) {
-                store_partial_block(c11, split, r0 + 4u * WG_Y, c0 + 4u * WG_X);
-            }
-        }
-        return;
-    }
-    let step = add_u64(params.step, slot.step);
-    finish_block(c00, r0, c0, step);
-    if (TN == 8u) {
-        finish_block(c01, r0, c0 + 4u * WG_X, step);
-    }
-    if (TM == 8u) {
-        finish_block(c10, r0 + 4u * WG_Y, c0, step);
-        if (TN == 8u) {
-            finish_block(c11, r0 + 4u * WG_Y, c0 + 4u * WG_X, step);
-        }
-    }
+    finish_sums(sums, split, r0, c0, add_u64(params.step, slot.step));
 }
 
 // Split-k's second pass: invocation t sums the splits' partials of C[r, c0 .. c0 + 4] in split

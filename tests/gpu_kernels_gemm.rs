@@ -6,7 +6,7 @@
 
 mod support;
 
-use deepbelief::gpu::gemm::{GemmVariant, Tiling};
+use deepbelief::gpu::gemm::{GemmVariant, Tiling, Tuning};
 use support::check::check;
 use support::device::context;
 use support::gpu_kernels;
@@ -21,7 +21,25 @@ fn philox_in_wgsl_is_bit_identical() {
 fn gemm_products_match_cpu_on_rbm_and_odd_shapes() {
     let ctx = context();
     let shapes = [(100, 784, 500), (37, 53, 29), (1, 1, 1), (65, 130, 257), (129, 7, 131)];
-    check(pollster::block_on(gpu_kernels::gemm_matches_cpu(&ctx, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)])));
+    check(pollster::block_on(gpu_kernels::gemm_matches_cpu(&ctx, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)], &[None])));
+}
+
+/// The kernel choices the H100's tuned rules take (variant.rs::tuned_rule) and the A/B
+/// harness's others, forced on this adapter: unrolled k loops with unchecked interior tiles,
+/// vec4 slab loads, two slabs, k steps of 16, grouped tile order. Ragged shapes cut every tile
+/// edge, so the interior/edge split and the bounds checks are both exercised.
+#[test]
+fn gemm_tunings_match_cpu() {
+    let ctx = context();
+    let shapes = [(100, 784, 500), (37, 53, 29), (260, 132, 264), (129, 7, 131)];
+    let plain = Tuning { register_prefetch: true, sample_epilogue: false, ..Tuning::default() };
+    let tunings = [
+        Some(Tuning { unroll: true, unchecked_interior: true, ..plain }),
+        Some(Tuning { unroll: true, unchecked_interior: true, vec_a: true, vec_b: true, double_buffer: true, ..plain }),
+        Some(Tuning { unroll: true, unchecked_interior: true, vec_a: true, vec_b: true, deep_k: true, ..plain }),
+        Some(Tuning { group_rows: 8, register_prefetch: false, ..plain }),
+    ];
+    check(pollster::block_on(gpu_kernels::gemm_matches_cpu(&ctx, &shapes, &[Tiling::Large, Tiling::Huge, Tiling::Small], &[None, Some(2)], &tunings)));
 }
 
 #[test]

@@ -203,7 +203,7 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
                 k_split,
                 alpha2,
                 half_tasks,
-                _pad,
+                group_rows,
             }),
         ),
         (("gemm", "slot"), slot()),

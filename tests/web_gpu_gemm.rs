@@ -20,7 +20,7 @@ async fn webgpu_philox_is_bit_identical() {
 #[wasm_bindgen_test]
 async fn webgpu_gemm_products_match_cpu() {
     let shapes = [(100, 784, 500), (37, 53, 29), (1, 1, 1), (65, 130, 257)];
-    check(gpu_kernels::gemm_matches_cpu(&context().await, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)]).await);
+    check(gpu_kernels::gemm_matches_cpu(&context().await, &shapes, &Tiling::ALL, &[None, Some(1), Some(3)], &[None]).await);
 }
 
 #[wasm_bindgen_test]

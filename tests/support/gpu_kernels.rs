@@ -7,7 +7,7 @@ use super::check::{gpu, hash, values, Outcome};
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::backend::{Activation, Backend, Weights};
 use deepbelief::gpu::buffers::{self, StepSlot, StepTable};
-use deepbelief::gpu::gemm::{self, GemmKernels, GemmOp, GemmVariant, MatRef, SampleTo, Tiling};
+use deepbelief::gpu::gemm::{self, GemmKernels, GemmOp, GemmVariant, MatRef, SampleTo, Tiling, Tuning};
 use deepbelief::gpu::sample::{self, SampleKernels, SampleOp};
 use deepbelief::gpu::GpuContext;
 use deepbelief::rng::{philox4x32_10, Purpose, RngStream};
@@ -119,12 +119,15 @@ fn scale_outer(nv: usize, nh: usize, v: &[f32], h: &[f32], alpha: f32, old: &[f3
 
 /// The three RBM products with every tiling and split-k factor (`None`: automatic), against
 /// `CpuBackend`, on `rows × nv × nh`.
-pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)], tilings: &[Tiling], splits: &[Option<u32>]) -> Outcome {
+/// Every tiling × split k × kernel tuning (`None`: the automatic choice) against the CPU. A
+/// forced tuning applies to the products it can take (vec4 loads to aligned ones only).
+pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)], tilings: &[Tiling], splits: &[Option<u32>], tunings: &[Option<Tuning>]) -> Outcome {
     let kernels = GemmKernels::new(ctx);
     let mut lines = Vec::new();
     let mut worst = Errors::default();
     let mut worst_sigmoid = 0.0f64;
     let mut output_kinds = [false; 2]; // scalar, vec4
+    let mut refused = 0;
     for &(rows, nv, nh) in shapes {
         let (r, v_, h_) = (rows as u32, nv as u32, nh as u32);
         let seed = (rows * 1_000_003 + nv * 1009 + nh) as u32;
@@ -152,11 +155,13 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
         let h_buf = buffers::upload(ctx, "h", &h);
         let hb_buf = buffers::upload(ctx, "hb", &hb);
         let vb_buf = buffers::upload(ctx, "vb", &vb);
-        for (tiling, split) in tilings.iter().flat_map(|&t| splits.iter().map(move |&s| (t, s))) {
+        let variants = tilings.iter().flat_map(|&t| splits.iter().flat_map(move |&s| tunings.iter().map(move |&u| (t, s, u))));
+        for (tiling, split, tuning) in variants.filter(|(t, _, u)| u.is_none_or(|u| !u.deep_k || *t == Tiling::Large)) {
             let out_h = buffers::zeros_f32(ctx, "out_h", rows * nh);
             let out_h_sig = buffers::zeros_f32(ctx, "out_h_sig", rows * nh);
             let out_v = buffers::zeros_f32(ctx, "out_v", rows * nv);
             let g_buf = buffers::upload(ctx, "g", &g0);
+            let mut variant_refused = false;
             run(ctx, |encoder| {
                 let ops = [
                     GemmOp::new(r, v_, h_, &v_buf, &w_buf, &out_h).bias(&hb_buf),
@@ -167,6 +172,18 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
                 for op in ops {
                     let mut op = op.tiling(tiling);
                     op.split_k = split;
+                    if let Some(t) = tuning {
+                        let aligned = gemm::vec4_aligned(&op);
+                        op = op.tuning(Tuning { vec_a: t.vec_a && aligned, vec_b: t.vec_b && aligned, ..t });
+                        // A choice this adapter cannot take (two slabs past lavapipe's 16 KiB of
+                        // workgroup memory, say) is refused by prepare, as the automatic choice
+                        // would never pick it here; it is counted, not run.
+                        match kernels.prepare(ctx, &op) {
+                            Ok(_) => gpu(kernels.record(ctx, encoder, &op))?,
+                            Err(_) => variant_refused = true,
+                        }
+                        continue;
+                    }
                     // Packed outputs from offset 0: whole-vec4 outputs exactly when n is a
                     // multiple of 4, except with Large tiles (both kinds must agree with the CPU).
                     let vec4_outputs = gpu(kernels.prepare(ctx, &op))?.vec4_outputs;
@@ -177,6 +194,10 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
                 Ok(())
             })
             .await?;
+            if variant_refused {
+                refused += 1;
+                continue;
+            }
             let mut e = Errors::default();
             let gpu_h = read(ctx, &out_h, rows * nh).await?;
             e.add(&gpu_h, &cpu_h_lin, &s_h);
@@ -186,17 +207,18 @@ pub async fn gemm_matches_cpu(ctx: &GpuContext, shapes: &[(usize, usize, usize)]
             e.add(&gpu_g, &cpu_g, &s_g);
             let gpu_h_sig = read(ctx, &out_h_sig, rows * nh).await?;
             let sig = gpu_h_sig.iter().zip(&cpu_h_sig).fold(0.0f64, |m, (g, c)| m.max((*g as f64 - *c as f64).abs()));
-            ensure!(e.relative <= 1e-5, "{rows}x{nv}x{nh} {tiling:?} split {split:?}: relative error {:.3e} (absolute {:.3e})", e.relative, e.absolute);
-            ensure!(sig <= 1e-5, "{rows}x{nv}x{nh} {tiling:?} split {split:?}: sigmoid outputs differ by {sig:.3e}");
+            ensure!(e.relative <= 1e-5, "{rows}x{nv}x{nh} {tiling:?} split {split:?} {tuning:?}: relative error {:.3e} (absolute {:.3e})", e.relative, e.absolute);
+            ensure!(sig <= 1e-5, "{rows}x{nv}x{nh} {tiling:?} split {split:?} {tuning:?}: sigmoid outputs differ by {sig:.3e}");
             worst = worst.max(e);
             worst_sigmoid = worst_sigmoid.max(sig);
         }
         lines.push(format!("{rows}x{nv}x{nh}"));
     }
     let mixed = shapes.iter().any(|s| s.1 % 4 == 0 && s.2 % 4 == 0) && shapes.iter().any(|s| s.1 % 4 != 0 || s.2 % 4 != 0);
-    ensure!(!mixed || output_kinds == [true, true], "these shapes should take both scalar and vec4 outputs, took {output_kinds:?}");
+    ensure!(!mixed || !tunings.contains(&None) || output_kinds == [true, true], "these shapes should take both scalar and vec4 outputs, took {output_kinds:?}");
     Ok(format!(
-        "gemm NN/NT/TN(+accumulate) with bias, tilings {tilings:?} x splits {splits:?}, shapes {}: max relative error {:.2e} (max abs {:.2e}), sigmoid max abs {:.2e}",
+        "gemm NN/NT/TN(+accumulate) with bias, tilings {tilings:?} x splits {splits:?} x {} tunings ({refused} variants refused by the adapter's limits), shapes {}: max relative error {:.2e} (max abs {:.2e}), sigmoid max abs {:.2e}",
+        tunings.len(),
         lines.join(" "),
         worst.relative,
         worst.absolute,

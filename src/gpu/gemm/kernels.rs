@@ -1,8 +1,8 @@
 //! Compiling the GEMM variants and preparing, recording and dispatching products: the host
 //! side of `shaders/gemm.wgsl` (see the parent module for the operation and its layouts).
 
-use super::variant::{check_fused_update, vec4_operands, vec4_outputs, FUSED_UPDATE_STORAGE_BUFFERS};
-use super::{auto_splits, staggered_half_tasks, Element, GemmOp, Tiling};
+use super::variant::{auto_tuning, check_fused_update, check_tuning, env_override, slab_strides, FUSED_UPDATE_STORAGE_BUFFERS};
+use super::{auto_splits, staggered_half_tasks, Element, GemmOp, Tiling, Tuning};
 use crate::gpu::buffers::{self, window, StepTable};
 use crate::gpu::shader::{self, Const, PipelineCache, SlotDispatch};
 use crate::gpu::{GpuContext, GpuError};
@@ -55,7 +55,7 @@ pub struct Params {
     pub k_split: u32,
     pub alpha2: f32,
     pub half_tasks: u32,
-    pub _pad: u32,
+    pub group_rows: u32,
 }
 
 /// The compile-time choices that make one GEMM variant (one pipeline each).
@@ -68,14 +68,29 @@ struct Variant {
     b_transposed: bool,
     paired: bool,
     update: bool,
-    /// Operands a vec4 at a time (see `vec4_operands`).
+    /// The vec4 operand bindings (gemm_operands_vec4.wgsl): with either vec4 load below.
     vec: bool,
+    /// Slab loads of A, of B, as whole vec4 (variant.rs).
+    vec_a: bool,
+    vec_b: bool,
     /// Outputs a vec4 at a time (see `vec4_outputs`).
     vec_out: bool,
+    /// Two slabs of workgroup memory.
+    double_buffer: bool,
+    /// k steps of 16 (Large).
+    deep_k: bool,
+    /// Tiles inside the matrices without bounds checks.
+    interior: bool,
+    /// Register double buffering of the global loads.
+    prefetch: bool,
+    /// The sampling epilogue compiled in.
+    sampling: bool,
+    /// Each slab's k steps written out.
+    unroll: bool,
 }
 
 impl Variant {
-    fn of(op: &GemmOp, tiling: Tiling) -> Self {
+    fn of(op: &GemmOp, tiling: Tiling, tuning: &Tuning) -> Self {
         Variant {
             tiling,
             a_transposed: op.a_transposed,
@@ -84,27 +99,64 @@ impl Variant {
             b_transposed: op.b_transposed,
             paired: op.pair.is_some(),
             update: op.update.is_some(),
-            vec: vec4_operands(op, tiling),
-            vec_out: vec4_outputs(op, tiling),
+            vec: tuning.vec_a || tuning.vec_b,
+            vec_a: tuning.vec_a,
+            vec_b: tuning.vec_b,
+            vec_out: tuning.vec_out,
+            double_buffer: tuning.double_buffer,
+            deep_k: tuning.deep_k,
+            interior: tuning.unchecked_interior,
+            prefetch: tuning.register_prefetch,
+            sampling: tuning.sample_epilogue,
+            unroll: tuning.unroll,
+        }
+    }
+
+    fn tuning(&self) -> Tuning {
+        Tuning {
+            group_rows: 1,
+            vec_a: self.vec_a,
+            vec_b: self.vec_b,
+            vec_out: self.vec_out,
+            double_buffer: self.double_buffer,
+            deep_k: self.deep_k,
+            unchecked_interior: self.interior,
+            register_prefetch: self.prefetch,
+            sample_epilogue: self.sampling,
+            unroll: self.unroll,
         }
     }
 
     /// The pipeline cache's name of the variant.
     fn key(&self) -> String {
         let bit = u8::from;
-        format!("{:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}-vo{}", self.tiling, bit(self.a_transposed), bit(self.a_u8), bit(self.a_gather), bit(self.b_transposed), bit(self.paired), bit(self.update), bit(self.vec), bit(self.vec_out))
+        format!(
+            "{:?}-at{}-u8{}-g{}-bt{}-p{}-up{}-v{}{}{}-vo{}-db{}-dk{}-ui{}-rp{}-s{}-un{}",
+            self.tiling,
+            bit(self.a_transposed),
+            bit(self.a_u8),
+            bit(self.a_gather),
+            bit(self.b_transposed),
+            bit(self.paired),
+            bit(self.update),
+            bit(self.vec),
+            bit(self.vec_a),
+            bit(self.vec_b),
+            bit(self.vec_out),
+            bit(self.double_buffer),
+            bit(self.deep_k),
+            bit(self.interior),
+            bit(self.prefetch),
+            bit(self.sampling),
+            bit(self.unroll)
+        )
     }
 
     /// The variant's WGSL: the operand and output files it picks, gemm.wgsl, the update
     /// epilogue or its empty stand-in, with the constants prepended.
     fn source(&self) -> String {
-        let d = self.tiling.dims();
-        // Row strides (in vec4) of the k-major workgroup tiles: one vec4 of padding where the
-        // slab is filled along k, so that the invocations storing one row's k values hit
-        // different banks (unpadded, they all hit the same bank: a 16-way conflict on every
-        // stash).
-        let a_stride = d.bm / 4 + u32::from(!self.a_transposed);
-        let b_stride = d.bn / 4 + u32::from(self.b_transposed);
+        let d = self.tiling.dims_tuned(&self.tuning());
+        let (a_stride, b_stride) = slab_strides(self.tiling, self.a_transposed, self.b_transposed);
         let operands = if self.vec { VEC4_OPERANDS } else { SCALAR_OPERANDS };
         let outputs = if self.vec_out { VEC4_OUTPUTS } else { SCALAR_OUTPUTS };
         let source = if self.update { format!("{}\n{operands}\n{outputs}\n{SOURCE}\n{UPDATE_SOURCE}", crate::gpu::schedule::STATE_SHADER) } else { format!("{operands}\n{outputs}\n{SOURCE}\n{NO_UPDATE}") };
@@ -125,6 +177,14 @@ impl Variant {
                 ("PAIRED", Const::Bool(self.paired)),
                 ("UPDATE", Const::Bool(self.update)),
                 ("VEC", Const::Bool(self.vec)),
+                ("VEC_A", Const::Bool(self.vec_a)),
+                ("VEC_B", Const::Bool(self.vec_b)),
+                ("DOUBLE", Const::Bool(self.double_buffer)),
+                ("SLABS", Const::U32(if self.double_buffer { 2 } else { 1 })),
+                ("INTERIOR", Const::Bool(self.interior)),
+                ("PREFETCH", Const::Bool(self.prefetch)),
+                ("SAMPLING", Const::Bool(self.sampling)),
+                ("UNROLL", Const::Bool(self.unroll)),
                 ("A_STRIDE", Const::U32(a_stride)),
                 ("B_STRIDE", Const::U32(b_stride)),
             ],
@@ -140,8 +200,42 @@ pub(crate) fn variant_sources() -> Vec<(String, String)> {
     for tiling in Tiling::ALL {
         for bits in 0u32..1 << 8 {
             let bit = |i: u32| bits >> i & 1 == 1;
-            let variant = Variant { tiling, a_transposed: bit(0), a_u8: bit(1), a_gather: bit(2), b_transposed: bit(3), paired: bit(4), update: bit(5), vec: bit(6), vec_out: bit(7) };
+            let vec = bit(6);
+            let variant = Variant { tiling, a_transposed: bit(0), a_u8: bit(1), a_gather: bit(2), b_transposed: bit(3), paired: bit(4), update: bit(5), vec, vec_a: vec, vec_b: vec, vec_out: bit(7), double_buffer: false, deep_k: false, interior: false, prefetch: true, sampling: true, unroll: false };
             all.push((variant.key(), variant.source()));
+        }
+    }
+    // The tuned choices (variant.rs): for each tiling and operand layout, each choice alone,
+    // and together (as the H100's rules combine them).
+    let knobs: [&[&str]; 12] = [&["va"], &["vb"], &["va", "vb"], &["db"], &["dk"], &["ui"], &["rp0"], &["s"], &["un"], &["un", "ui"], &["un", "ui", "va", "vb", "db"], &["un", "ui", "va", "vb", "dk", "s"]];
+    for tiling in Tiling::ALL {
+        for layout in 0u32..4 {
+            for set in knobs {
+                let on = |k: &str| set.contains(&k);
+                if (on("dk") && tiling != Tiling::Large) || (on("db") && on("dk")) {
+                    continue;
+                }
+                let variant = Variant {
+                    tiling,
+                    a_transposed: layout & 1 == 1,
+                    a_u8: false,
+                    a_gather: false,
+                    b_transposed: layout & 2 == 2,
+                    paired: false,
+                    update: false,
+                    vec: on("va") || on("vb"),
+                    vec_a: on("va"),
+                    vec_b: on("vb"),
+                    vec_out: false,
+                    double_buffer: on("db"),
+                    deep_k: on("dk"),
+                    interior: on("ui"),
+                    prefetch: !on("rp0"),
+                    sampling: on("s"),
+                    unroll: on("un"),
+                };
+                all.push((variant.key(), variant.source()));
+            }
         }
     }
     all
@@ -170,10 +264,12 @@ pub struct GemmCall {
     /// The variant chosen, for reports.
     pub tiling: Tiling,
     pub splits: u32,
-    /// Whether the operands are read a vec4 at a time (see `vec4_operands`).
+    /// Whether an operand is read a vec4 at a time (see `variant.rs`).
     pub vec4: bool,
     /// Whether the outputs are read and written a vec4 at a time (see `vec4_outputs`).
     pub vec4_outputs: bool,
+    /// Every kernel choice made.
+    pub tuning: Tuning,
 }
 
 impl GemmCall {
@@ -243,8 +339,8 @@ impl GemmKernels {
         self.update.is_some()
     }
 
-    fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
-        let variant = Variant::of(op, tiling);
+    fn pipeline(&self, ctx: &GpuContext, tiling: Tiling, tuning: &Tuning, op: &GemmOp, entry_point: &str) -> wgpu::ComputePipeline {
+        let variant = Variant::of(op, tiling, tuning);
         let pipelines = match (&self.update, variant.update) {
             (Some((_, pipelines)), true) => pipelines,
             _ => &self.pipelines,
@@ -255,11 +351,23 @@ impl GemmKernels {
     /// Validates `op`, builds its uniforms and bind group, and picks its pipeline.
     pub fn prepare(&self, ctx: &GpuContext, op: &GemmOp) -> Result<GemmCall, GpuError> {
         let (m, k, n) = (op.m as u64, op.k as u64, op.n as u64);
-        let tiling = op.tiling.unwrap_or_else(|| Tiling::auto(op.m, op.n));
+        let huge = op.update.is_none() && env_override().is_some_and(|o| o.huge);
+        let tiling = op.tiling.unwrap_or_else(|| match Tiling::auto(op.m, op.n) {
+            Tiling::Large if huge => Tiling::Huge,
+            auto => auto,
+        });
+        let limits = ctx.device.limits();
+        let tuning = match op.tuning {
+            Some(forced) => {
+                check_tuning(op, tiling, &forced, &limits)?;
+                forced
+            }
+            None => auto_tuning(op, tiling, &limits, &ctx.adapter_info),
+        };
         if let Some(update) = &op.update {
             check_fused_update(op, update, tiling, self.update.is_some())?;
         }
-        let pipeline = self.pipeline(ctx, tiling, op, "main");
+        let pipeline = self.pipeline(ctx, tiling, &tuning, op, "main");
 
         // Aliasing: WebGPU forbids a buffer bound writable twice, or writable and read-only.
         if op.pair.is_some() && (op.bias.is_some() || op.a_gather.is_some() || op.a_element == Element::U8) {
@@ -328,7 +436,7 @@ impl GemmKernels {
         let tiles_n = op.n.div_ceil(tiling.dims().bn);
         let tiles_total = tiling.tiles(op.m, op.n);
         let half_tasks = if op.update.is_some() { staggered_half_tasks(tiling, op.m, op.n) } else { 0 };
-        let bk = tiling.dims().bk;
+        let bk = tiling.dims_tuned(&tuning).bk;
         // The k axis the kernel walks: a pair's first operands padded to whole k steps.
         let walked_k = match op.pair {
             Some(_) => (k1 as u32).next_multiple_of(bk) + k2 as u32,
@@ -400,7 +508,7 @@ impl GemmKernels {
             k_split: op.pair.map_or(op.k, |p| p.k_split.min(op.k)),
             alpha2: op.pair.map_or(0.0, |p| p.alpha),
             half_tasks,
-            _pad: 0,
+            group_rows: tuning.group_rows,
         };
         let params = crate::gpu::buffers::uniform_bytes(ctx, "gemm_params", bytemuck::bytes_of(&params));
         fn read<'b>(w: Option<buffers::Window<'b>>, unused: &'b wgpu::Buffer) -> wgpu::BindingResource<'b> {
@@ -446,15 +554,16 @@ impl GemmKernels {
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("gemm"), layout, entries: &entries });
         let finish = partials.map(|partials| {
             let quads = op.m * op.n.div_ceil(4);
-            (self.pipeline(ctx, tiling, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
+            (self.pipeline(ctx, tiling, &tuning, op, "finish"), shader::grid(quads.div_ceil(256)), partials)
         });
         Ok(GemmCall {
             call: SlotDispatch::new(pipeline, bind_group, if m == 0 || n == 0 { (0, 0, 0) } else { shader::grid(tiles_total * splits + half_tasks / 2) }, slots),
             finish,
             tiling,
             splits,
-            vec4: vec4_operands(op, tiling),
-            vec4_outputs: vec4_outputs(op, tiling),
+            vec4: tuning.vec_a || tuning.vec_b,
+            vec4_outputs: tuning.vec_out,
+            tuning,
         })
     }
 

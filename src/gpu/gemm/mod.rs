@@ -52,7 +52,7 @@ pub use kernels::{GemmCall, GemmKernels};
 #[doc(hidden)]
 pub use kernels::Params as GemmParams;
 pub(crate) use kernels::variant_sources;
-pub use variant::FUSED_UPDATE_STORAGE_BUFFERS;
+pub use variant::{vec4_aligned, FUSED_UPDATE_STORAGE_BUFFERS};
 pub use throughput::{gemm_gflops, gemm_gflops_with, GemmVariant};
 
 use super::buffers::StepTable;
@@ -74,6 +74,9 @@ pub enum Tiling {
     Large,
     /// 64 × 128 tile, 4 × 8 per invocation, 256 invocations, k step 16 (12 KiB).
     Wide,
+    /// 128 × 256 tile, 8 × 16 per invocation, 256 invocations, k step 8 (12.5 KiB): twice
+    /// Large's arithmetic per slab element read, for the largest outputs.
+    Huge,
 }
 
 /// Sizes behind a [`Tiling`]: tile `bm × bn` of C, k step `bk`, `tm × tn` outputs per invocation.
@@ -87,7 +90,7 @@ pub struct TileDims {
 }
 
 impl Tiling {
-    pub const ALL: [Tiling; 4] = [Tiling::Small, Tiling::Medium, Tiling::Large, Tiling::Wide];
+    pub const ALL: [Tiling; 5] = [Tiling::Small, Tiling::Medium, Tiling::Large, Tiling::Wide, Tiling::Huge];
 
     pub fn dims(self) -> TileDims {
         match self {
@@ -95,7 +98,17 @@ impl Tiling {
             Tiling::Medium => TileDims { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4 },
             Tiling::Large => TileDims { bm: 128, bn: 128, bk: 8, tm: 8, tn: 8 },
             Tiling::Wide => TileDims { bm: 64, bn: 128, bk: 16, tm: 4, tn: 8 },
+            Tiling::Huge => TileDims { bm: 128, bn: 256, bk: 8, tm: 8, tn: 16 },
         }
+    }
+
+    /// [`Self::dims`] with the k step a [`Tuning`] asks for (`deep_k`: 16 for Large).
+    pub fn dims_tuned(self, tuning: &Tuning) -> TileDims {
+        let mut d = self.dims();
+        if tuning.deep_k {
+            d.bk = 16;
+        }
+        d
     }
 
     /// Number of output tiles for an `m × n` product.
@@ -170,6 +183,41 @@ pub fn auto_splits(tiling: Tiling, m: u32, n: u32, k: u32) -> u32 {
         return 1;
     }
     256u32.div_ceil(tiles).min(by_k).clamp(1, 16)
+}
+
+/// Kernel choices beyond the tiling and split k, picked per product by
+/// `variant.rs::auto_tuning` (or forced through [`GemmOp::tuning`], for tests and A/B runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    /// Tile rows walked together, column by column within the band (Triton's GROUP_M), so
+    /// that the workgroups resident at once share rows of A and columns of B in L2; 1: tiles
+    /// row-major over the whole grid.
+    pub group_rows: u32,
+    /// Slab loads of A as whole vec4 (needs [`variant::vec4_aligned`]).
+    pub vec_a: bool,
+    /// Slab loads of B as whole vec4 (likewise).
+    pub vec_b: bool,
+    /// Outputs read and written a vec4 at a time (needs aligned outputs: `vec4_outputs`).
+    pub vec_out: bool,
+    /// Two slabs of workgroup memory, one barrier per k step instead of two.
+    pub double_buffer: bool,
+    /// k steps of 16 instead of 8 (Large only).
+    pub deep_k: bool,
+    /// Tiles wholly inside the matrices take a k loop without bounds checks (not paired).
+    pub unchecked_interior: bool,
+    /// The next k step's global loads issued before this step's arithmetic (register double
+    /// buffering); false: right before their stores into workgroup memory.
+    pub register_prefetch: bool,
+    /// The epilogue can sample (needed by a product with [`GemmOp::sample`]).
+    pub sample_epilogue: bool,
+    /// The k steps of one slab written out instead of a loop.
+    pub unroll: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning { group_rows: 1, vec_a: false, vec_b: false, vec_out: false, double_buffer: false, deep_k: false, unchecked_interior: false, register_prefetch: true, sample_epilogue: true, unroll: false }
+    }
 }
 
 /// Element type of the A operand.
@@ -302,6 +350,9 @@ pub struct GemmOp<'a> {
     pub slots: Option<&'a StepTable>,
     /// The weight update as the epilogue (no accumulate, bias, activation, sample or split k).
     pub update: Option<WeightUpdateBuffers<'a>>,
+    /// `None`: `variant.rs::auto_tuning`. A forced choice the product cannot take (vec4
+    /// loads of misaligned operands, say) is an error of `prepare`.
+    pub tuning: Option<Tuning>,
 }
 
 impl<'a> GemmOp<'a> {
@@ -328,6 +379,7 @@ impl<'a> GemmOp<'a> {
             split_k: None,
             slots: None,
             update: None,
+            tuning: None,
         }
     }
 
@@ -407,6 +459,11 @@ impl<'a> GemmOp<'a> {
 
     pub fn tiling(mut self, tiling: Tiling) -> Self {
         self.tiling = Some(tiling);
+        self
+    }
+
+    pub fn tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Some(tuning);
         self
     }
 
