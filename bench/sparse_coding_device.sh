@@ -13,7 +13,7 @@
 #
 # In this order, each step under `timeout` (what it printed before that stays in its file):
 #   1. ours on the GPU: deepbelief bench --sparse-coding --backend gpu (Raina's solver on the
-#      device after one untimed warm-up batch; seconds = the steps with everything resident,
+#      device after one untimed warm-up pass; seconds = the steps with everything resident,
 #      seconds_with_transfers adds the upload and the read-back; beta searched on the CPU).
 #   2. PyTorch on the GPU: bench/sparse_coding_torch.py with ours' beta of each sparsity
 #      (--betas, to the last digit), fp32 with TF32 off, every variant (eager, chunked, packed,
