@@ -74,8 +74,11 @@ fn non_finite(x: f32) -> bool {
     return (bitcast<u32>(x) & 0x7F800000u) == 0x7F800000u;
 }
 
+// A quiet NaN, built at run time: Tint refuses a NaN const-expression (`bitcast<f32>` of a
+// literal), which would fail the module's creation in a browser.
 fn nan() -> f32 {
-    return bitcast<f32>(0x7FC00000u);
+    var bits = 0x7FC00000u;
+    return bitcast<f32>(bits);
 }
 
 fn coefficient() -> f32 {
