@@ -149,14 +149,15 @@ const TUNED_RULE: u32 = 1;
 /// H100, see the module docs; `DEEPBELIEF_GEMM_TUNING=rule=N` picks one on any adapter):
 /// 0 none; 1 Large tiles unrolled, with unchecked interior tiles; 2 as 1, and Aᵀ·B products
 /// with vec4 loads and two slabs; 3 as 1, and every Large product with vec4 loads and k steps
-/// of 16; 4 as 2, and every other tiling unrolled too.
+/// of 16; 4 as 2, and every other tiling unrolled too; 5 as 1, and every other tiling unrolled
+/// too.
 fn tuned_rule(rule: u32, op: &GemmOp, tiling: Tiling, plain: Tuning) -> Tuning {
     let mut t = plain;
     if rule == 0 || op.update.is_some() {
         return t;
     }
     if tiling != Tiling::Large {
-        t.unroll = rule == 4;
+        t.unroll = rule == 4 || rule == 5;
         return t;
     }
     t.unroll = true;
