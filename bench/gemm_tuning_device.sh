@@ -13,15 +13,8 @@ set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gemm_tuning}
 mkdir -p "$OUT"
-if ! ldconfig -p | grep -q 'libvulkan\.so\.1' && ls .gl/*.deb >/dev/null 2>&1; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
-export WGPU_BACKEND=vulkan
-if [ -z "${VK_DRIVER_FILES:-}" ] && ! ls /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json >/dev/null 2>&1 \
-  && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
+# Vulkan for native wgpu (the loader from .gl/ where missing, the NVIDIA ICD).
+. bench/device_vulkan.sh
 export PYTHONUNBUFFERED=1
 SHAPES=${SHAPES:-nn:8192x8192x8192 nnb:10000x8192x4096 ntb:10000x4096x8192 tn:8192x10000x4096 tn:4096x10000x8192}
 TUNINGS=${TUNINGS:-base; un,ui; un,ui,va,vb,db; un,ui,va,vb,dk; g=8; g=8,un,ui; t=huge; t=huge,un,ui; va,vb,db}

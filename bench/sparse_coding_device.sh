@@ -60,17 +60,8 @@ if [ ! -x "$BIN" ] || ! "$BIN" bench --help | grep -q -- --coding-batch; then
   exit 2
 fi
 
-# Vulkan: the loader from .gl/*.deb where there is none, the NVIDIA ICD where the loader does
-# not find it.
-if ! ldconfig -p | grep -q 'libvulkan\.so\.1' && ls .gl/*.deb >/dev/null 2>&1; then
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-fi
-export WGPU_BACKEND=vulkan
-if [ -z "${VK_DRIVER_FILES:-}" ] && ! ls /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json >/dev/null 2>&1 \
-  && [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
-  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-fi
+# Vulkan for native wgpu (the loader from .gl/ where missing, the NVIDIA ICD).
+. bench/device_vulkan.sh
 
 {
   echo "date: $(date -u +%FT%TZ)"
