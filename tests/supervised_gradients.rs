@@ -22,6 +22,7 @@ fn random_cases(n: usize, n_in: usize, n_out: usize, output: OutputKind, seed: u
     let inputs = (0..n * n_in).map(|_| rng.random::<f32>()).collect();
     let targets = match output {
         OutputKind::Linear => (0..n * n_out).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect(),
+        OutputKind::Logistic => (0..n * n_out).map(|_| rng.random::<f32>()).collect(),
         OutputKind::SoftMax => (0..n).flat_map(|_| {
             let class = rng.random_range(0..n_out);
             (0..n_out).map(move |k| if k == class { 1.0 } else { 0.0 })
@@ -84,6 +85,15 @@ fn linear_gradient_matches_finite_differences() {
 fn linear_gradient_with_penalty_matches_finite_differences() {
     check_gradient(&[5, 4, 2], OutputKind::Linear, 0.5);
     check_gradient(&[3, 2], OutputKind::Linear, 3.0);
+}
+
+/// Toman's all-sigmoid nets: logistic outputs, half the squared error per case.
+#[test]
+fn logistic_gradient_matches_finite_differences() {
+    check_gradient(&[5, 4, 2], OutputKind::Logistic, 0.0);
+    check_gradient(&[2, 2, 1], OutputKind::Logistic, 0.0);
+    check_gradient(&[6, 5, 3, 4], OutputKind::Logistic, 0.0);
+    check_gradient(&[4, 3, 2], OutputKind::Logistic, 0.5);
 }
 
 #[test]

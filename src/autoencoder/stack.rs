@@ -332,7 +332,8 @@ pub fn fine_tune(
     let cases = Cases { inputs, targets, n_inputs, n_outputs };
     let method = match config.fine_tune_optimizer.unwrap_or(config.optimizer) {
         Optimizer::ConjugateGradient => NetMethod::ConjugateGradient { max_iterations: config.fine_tune_max_iterations, tolerance: config.fine_tune_tolerance },
-        Optimizer::Sgd => NetMethod::Sgd {
+        rule if rule.is_step_rule() => NetMethod::StepRule(crate::supervised::full_batch::FullBatchSettings { optimizer: rule, rules: config.step_rules, epochs: config.fine_tune_max_iterations }),
+        _ => NetMethod::Sgd {
             epochs: config.fine_tune_max_iterations,
             tolerance: config.fine_tune_tolerance,
             batch_size: config.batch_size,

@@ -6,6 +6,7 @@
 //! outcomes, and none of them reads or writes a file format.
 
 pub mod autoencoder;
+pub mod mlp;
 pub mod model_json;
 pub mod sparse_coding;
 pub mod supervised;

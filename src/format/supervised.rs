@@ -29,7 +29,7 @@ pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, Stri
         return Err(format!("field `{path}` is not an object"));
     };
     let mut take = |name: &str| map.remove(name).ok_or_else(|| format!("field `{path}.{name}` is missing"));
-    let output: OutputKind = serde_json::from_value(take("output")?).map_err(|_| format!("field `{path}.output` is not \"linear\" or \"soft_max\""))?;
+    let output: OutputKind = serde_json::from_value(take("output")?).map_err(|_| format!("field `{path}.output` is not \"linear\", \"soft_max\" or \"logistic\""))?;
     let layers_value = take("layers")?;
     let config: SupervisedConfig = serde_json::from_value(take("config")?).map_err(|e| format!("field `{path}.config`: {}", foreign(e)))?;
     let fine_tuned = take("fine_tuned")?.as_bool().ok_or_else(|| format!("field `{path}.fine_tuned` is not a boolean"))?;

@@ -120,6 +120,7 @@ pub fn output_name(output: OutputKind) -> &'static str {
     match output {
         OutputKind::SoftMax => "softmax",
         OutputKind::Linear => "linear",
+        OutputKind::Logistic => "logistic",
     }
 }
 
@@ -142,6 +143,7 @@ pub fn supervised_log(dbn: &Dbn, saved: &SavedSupervised) -> SupervisedLog {
         criterion_name: match saved.network.output {
             OutputKind::SoftMax => "log likelihood".into(),
             OutputKind::Linear => "mean squared error".into(),
+            OutputKind::Logistic => "half squared error per case".into(),
         },
         criterion_value: saved.train_criterion,
         ..SupervisedLog::default()

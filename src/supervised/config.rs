@@ -16,6 +16,126 @@ pub enum Optimizer {
     ConjugateGradient,
     /// Mini-batch stochastic gradient descent with momentum.
     Sgd,
+    /// Toman's full-batch back-propagation with a step size per weight, raised or lowered
+    /// by whether its gradient kept its sign, with momentum and robust-training rollback.
+    AdaptiveStep,
+    /// iRprop+ (Igel & Hüsken 2000) with FANN's parameters, full batch.
+    Rprop,
+    /// FANN 2.2's own RPROP (iRprop−, its sign rule and quirks), full batch.
+    RpropMinus,
+    /// Fahlman's Quickprop as FANN 2.2 computes it, full batch.
+    Quickprop,
+    /// Full-batch gradient descent whose one rate grows after a step that lowered the
+    /// error and shrinks (the step undone) after one that raised it.
+    BoldDriver,
+    /// Full-batch gradient descent with momentum at a fixed rate.
+    Backprop,
+    /// Gradient descent case by case in data order (incremental), with momentum.
+    Incremental,
+}
+
+impl Optimizer {
+    /// The optimisers of `full_batch` (Toman's and FANN's rules): they run epochs to a
+    /// target error, not to a relative-change tolerance.
+    pub fn is_step_rule(self) -> bool {
+        !matches!(self, Optimizer::ConjugateGradient | Optimizer::Sgd)
+    }
+}
+
+/// Settings of the step rules (`Optimizer::is_step_rule`), Toman's and FANN's defaults
+/// except `up`/`down` (docs/TOMAN.md says why).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StepRuleSettings {
+    /// Adaptive step: every weight's rate at the start (Toman: 0.5).
+    pub initial_rate: f64,
+    /// Adaptive step: a rate is multiplied by `up` when its gradient kept its sign.
+    pub up: f64,
+    /// Adaptive step: … and by `down` when it changed (or was zero before).
+    pub down: f64,
+    /// Adaptive step: the largest rate (Toman: 10).
+    pub max_step: f64,
+    /// Momentum of adaptive step, backprop, incremental and bold driver (Toman: 0.7).
+    pub momentum: f64,
+    /// Adaptive step: keep the best weights and roll back to them (robust training).
+    pub robust: bool,
+    /// Robust training: an error of at least best × this rolls back (Toman: 1.02).
+    pub max_error_growth: f64,
+    /// Robust training: rates are multiplied by this on a rollback (Toman: 0.5).
+    pub robust_factor: f64,
+    /// Backprop, incremental and Quickprop's rate; bold driver's first rate (FANN: 0.7).
+    pub learning_rate: f64,
+    /// iRprop: step growth, shrink, bounds and first step (FANN: 1.2, 0.5, 0, 50, 0.1).
+    pub rprop_increase: f64,
+    pub rprop_decrease: f64,
+    pub rprop_delta_min: f64,
+    pub rprop_delta_max: f64,
+    pub rprop_delta_zero: f64,
+    /// Quickprop's largest growth factor and weight decay (FANN: 1.75, −0.0001).
+    pub quickprop_mu: f64,
+    pub quickprop_decay: f64,
+    /// Bold driver: rate factors after a lower and a higher error (Bishop: 1.1, 0.5).
+    pub bold_increase: f64,
+    pub bold_decrease: f64,
+    /// Stop once the error (Toman's RMS/2 for logistic outputs, else the criterion) is at
+    /// most this (Toman: 0.04; 0 never stops early).
+    pub target_error: f64,
+}
+
+/// Toman's printed up/down (his Table 2): unstable in a port, kept for reference.
+pub const TOMAN_PRINTED_UP_DOWN: (f64, f64) = (1.9, 0.1);
+/// GPUMLib's defaults, which a port found to reach 0.04 at epoch 369 (the issue).
+pub const GPUMLIB_UP_DOWN: (f64, f64) = (1.2, 0.8);
+
+impl Default for StepRuleSettings {
+    fn default() -> Self {
+        StepRuleSettings {
+            initial_rate: 0.5,
+            up: GPUMLIB_UP_DOWN.0,
+            down: GPUMLIB_UP_DOWN.1,
+            max_step: 10.0,
+            momentum: 0.7,
+            robust: true,
+            max_error_growth: 1.02,
+            robust_factor: 0.5,
+            learning_rate: 0.7,
+            rprop_increase: 1.2,
+            rprop_decrease: 0.5,
+            rprop_delta_min: 0.0,
+            rprop_delta_max: 50.0,
+            rprop_delta_zero: 0.1,
+            quickprop_mu: 1.75,
+            quickprop_decay: -0.0001,
+            bold_increase: 1.1,
+            bold_decrease: 0.5,
+            target_error: 0.0,
+        }
+    }
+}
+
+impl StepRuleSettings {
+    /// Checks every field; the error names the first bad one (NaN is never in range).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check_real("step_rules.initial_rate", self.initial_rate, 1e-12, 1e6)?;
+        check_real("step_rules.up", self.up, 1e-6, 100.0)?;
+        check_real("step_rules.down", self.down, 1e-6, 100.0)?;
+        check_real("step_rules.max_step", self.max_step, 1e-12, 1e6)?;
+        check_real("step_rules.momentum", self.momentum, 0.0, 0.999)?;
+        check_real("step_rules.max_error_growth", self.max_error_growth, 1.0, 100.0)?;
+        check_real("step_rules.robust_factor", self.robust_factor, 1e-6, 1.0)?;
+        check_real("step_rules.learning_rate", self.learning_rate, 1e-12, 1e6)?;
+        check_real("step_rules.rprop_increase", self.rprop_increase, 1.0, 100.0)?;
+        check_real("step_rules.rprop_decrease", self.rprop_decrease, 1e-6, 1.0)?;
+        check_real("step_rules.rprop_delta_min", self.rprop_delta_min, 0.0, 1e6)?;
+        check_real("step_rules.rprop_delta_max", self.rprop_delta_max, self.rprop_delta_min.max(1e-12), 1e6)?;
+        check_real("step_rules.rprop_delta_zero", self.rprop_delta_zero, 1e-12, 1e6)?;
+        check_real("step_rules.quickprop_mu", self.quickprop_mu, 1e-6, 100.0)?;
+        check_real("step_rules.quickprop_decay", self.quickprop_decay, -1.0, 1.0)?;
+        check_real("step_rules.bold_increase", self.bold_increase, 1.0, 100.0)?;
+        check_real("step_rules.bold_decrease", self.bold_decrease, 1e-6, 1.0)?;
+        check_real("step_rules.target_error", self.target_error, 0.0, 1e12)?;
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,6 +188,9 @@ pub struct SupervisedConfig {
     /// SGD with a held-out share: epochs without a new best score before training stops.
     pub patience: usize,
     pub seed: u64,
+    /// Settings of Toman's and FANN's rules (adaptive step, Rprop, Quickprop, bold driver,
+    /// backprop, incremental); the others ignore them.
+    pub step_rules: StepRuleSettings,
 }
 
 /// Beyond this many inputs to the output layer, the SVD is too slow to run per annealing
@@ -132,6 +255,7 @@ impl SupervisedConfig {
             validation_fraction: 0.0,
             patience: 30,
             seed: 1,
+            step_rules: StepRuleSettings::default(),
         }
     }
 }
@@ -175,6 +299,7 @@ impl SupervisedConfig {
         check_count("fine_tune_shift", self.fine_tune_shift, 0, 8)?;
         check_real("validation_fraction", self.validation_fraction, 0.0, 0.5)?;
         check_count("patience", self.patience, 1, usize::MAX)?;
+        self.step_rules.validate()?;
         Ok(())
     }
 }

@@ -3,7 +3,9 @@
 //! - Linear outputs: mean squared error, `Σ (o − t)² / (n_cases · n_outputs)`.
 //! - SoftMax outputs: negative log-likelihood per case, `−ln max(p_c, 1e-30) / n_cases`, where
 //!   the true class `c` of a case is its largest target (see [`true_class`]).
-//! - Both plus the weight penalty `PenFac · Σ w² / n_weights` (biases excluded), so the
+//! - Logistic outputs (Toman's all-sigmoid MLPs): half the squared error per case,
+//!   `Σ (o − t)² / (2 · n_cases)`.
+//! - All plus the weight penalty `PenFac · Σ w² / n_weights` (biases excluded), so the
 //!   penalty's strength does not depend on the size of the net.
 //!
 //! Cases are processed in blocks of `BLOCK_ROWS`, and every matrix product is a `Backend`
@@ -54,7 +56,7 @@ pub fn true_class(targets: &[f32]) -> usize {
 /// to a case.
 pub(super) fn data_error_sum(output: OutputKind, outputs: &[f32], targets: &[f32], width: usize) -> f64 {
     match output {
-        OutputKind::Linear => outputs.iter().zip(targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum(),
+        OutputKind::Linear | OutputKind::Logistic => outputs.iter().zip(targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum(),
         OutputKind::SoftMax => outputs
             .chunks_exact(width)
             .zip(targets.chunks_exact(width))
@@ -68,6 +70,7 @@ pub(super) fn error_denominator(output: OutputKind, n_cases: usize, n_outputs: u
     match output {
         OutputKind::Linear => (n_cases * n_outputs).max(1) as f64,
         OutputKind::SoftMax => n_cases.max(1) as f64,
+        OutputKind::Logistic => 2.0 * n_cases.max(1) as f64,
     }
 }
 
@@ -98,16 +101,49 @@ pub fn criterion(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f6
 /// The criterion and its gradient with respect to every parameter, in `Network::to_params`
 /// order (each layer's weights, then its biases). `gradient` is overwritten.
 pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32]) -> f64 {
+    criterion_and_gradient_timed(net, backend, cases, penalty, gradient, &mut StageSeconds::default())
+}
+
+/// Seconds spent in the stages of full-batch backpropagation, Toman's four (output
+/// calculation, error calculation, gradient calculation, weights update: his Table 6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StageSeconds {
+    /// Forward passes (the outputs of every layer).
+    pub forward: f64,
+    /// The error sum and the output deltas.
+    pub error: f64,
+    /// Back-propagation: hidden deltas and the weight and bias gradients.
+    pub gradient: f64,
+    /// The optimiser's rule (steps, rates, rollbacks); timed by the caller.
+    pub update: f64,
+}
+
+impl StageSeconds {
+    pub fn total(&self) -> f64 {
+        self.forward + self.error + self.gradient + self.update
+    }
+}
+
+/// `criterion_and_gradient`, adding the seconds of each stage to `times`.
+pub fn criterion_and_gradient_timed(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32], times: &mut StageSeconds) -> f64 {
     assert_eq!(gradient.len(), net.n_params());
+    let clock = crate::clock::now_seconds;
+    let t = clock();
     gradient.fill(0.0);
     let offsets = layer_offsets(net);
     let denominator = error_denominator(net.output, cases.n_cases(), cases.n_outputs);
     let mut sum = 0.0;
+    times.gradient += clock() - t;
     for (inputs, targets) in cases.blocks(BLOCK_ROWS) {
+        let t = clock();
         let activations = net.forward_all(backend, inputs);
         let outputs = activations.last().expect("at least one layer");
+        let t_forward = clock();
+        times.forward += t_forward - t;
         sum += data_error_sum(net.output, outputs, targets, cases.n_outputs);
         let mut delta = output_delta(net, outputs, targets, denominator);
+        let t_error = clock();
+        times.error += t_error - t_forward;
         for k in (0..net.layers.len()).rev() {
             let layer = &net.layers[k];
             let input = if k == 0 { inputs } else { &activations[k - 1] };
@@ -120,8 +156,11 @@ pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases
                 delta = hidden_delta(backend, layer, &delta, &activations[k - 1]);
             }
         }
+        times.gradient += clock() - t_error;
     }
+    let t = clock();
     add_penalty_gradient(net, penalty, gradient);
+    times.gradient += clock() - t;
     sum / denominator + penalty_term(net, penalty)
 }
 
@@ -155,6 +194,8 @@ pub(super) fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], deno
     let scale = (1.0 / denominator) as f32;
     match net.output {
         OutputKind::Linear => outputs.iter().zip(targets).map(|(o, t)| 2.0 * (o - t) * scale).collect(),
+        // Through the sigmoid: ∂/∂logit of (o − t)² is 2 (o − t) · o (1 − o).
+        OutputKind::Logistic => outputs.iter().zip(targets).map(|(o, t)| 2.0 * (o - t) * o * (1.0 - o) * scale).collect(),
         OutputKind::SoftMax => {
             let mut delta = Vec::with_capacity(outputs.len());
             for (p, t) in outputs.chunks_exact(width).zip(targets.chunks_exact(width)) {

@@ -49,7 +49,7 @@ pub fn dropout_criterion_and_gradient(net: &Network, backend: &dyn Backend, case
     let mut outputs = Vec::new();
     for (k, layer) in net.layers.iter().enumerate() {
         let mut out = vec![0.0; rows * layer.n_out];
-        let activation = if k == last { Activation::Linear } else { Activation::Sigmoid };
+        let activation = if k == last && net.output != OutputKind::Logistic { Activation::Linear } else { Activation::Sigmoid };
         backend.visible_to_hidden(layer.as_weights(), &inputs[k], &layer.bias, activation, &mut out);
         if k == last {
             if net.output == OutputKind::SoftMax {

@@ -14,24 +14,36 @@
 //!   matrix (`confusion`) on a data set (shared by the CLI and the page);
 //! - `pipeline`: features from the DBN, the supervised stage, then optional fine-tuning of
 //!   the RBM weights together with the supervised layers;
-//! - `trained`: the supervised layers as trained, as the model file saves them.
+//! - `trained`: the supervised layers as trained, as the model file saves them;
+//! - `full_batch` with `adaptive_step`, `rprop`, `quickprop`, `bold_driver`, `backprop`:
+//!   Toman's all-sigmoid MLP training (per-weight adaptive steps with robust-training
+//!   rollback) and FANN's rules (iRprop, Quickprop, batch and incremental backprop) plus the
+//!   bold driver, as optimisers of the supervised stage and of plain MLPs (docs/TOMAN.md);
+//! - `toman_text`: Toman's plain-text data set format.
 
+pub mod adaptive_step;
 pub mod anneal;
+pub mod backprop;
+pub mod bold_driver;
 pub mod config;
 pub mod confusion;
 pub mod conjugate_gradient;
 pub mod criterion;
 pub mod dropout;
 pub mod evaluation;
+pub mod full_batch;
 pub mod held_out;
 pub mod least_squares;
 pub mod line_search;
 pub mod network;
 pub mod optimise;
 pub mod pipeline;
+pub mod quickprop;
+pub mod rprop;
+pub mod toman_text;
 pub mod trained;
 
-pub use config::{Optimizer, SupervisedConfig};
+pub use config::{Optimizer, StepRuleSettings, SupervisedConfig};
 pub use criterion::Cases;
 pub use network::{Layer, Network, OutputKind};
 pub use pipeline::{complete_network, train_supervised, SupervisedOutcome, Stage};

@@ -15,6 +15,10 @@ pub enum OutputKind {
     Linear,
     /// SoftMax outputs, negative log-likelihood per case.
     SoftMax,
+    /// Logistic (sigmoid) outputs, as every layer of Toman's all-sigmoid MLPs: half the
+    /// squared error per case, `Σ (o − t)² / (2 · n_cases)`, whose negative gradient is
+    /// Toman's (and FANN's) summed delta divided by the cases (docs/TOMAN.md).
+    Logistic,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -126,7 +130,7 @@ impl Network {
         for (k, layer) in self.layers.iter().enumerate() {
             let input = if k == 0 { inputs } else { &activations[k - 1] };
             let mut out = vec![0.0; rows * layer.n_out];
-            let activation = if k == last { Activation::Linear } else { Activation::Sigmoid };
+            let activation = if k == last && self.output != OutputKind::Logistic { Activation::Linear } else { Activation::Sigmoid };
             backend.visible_to_hidden(layer.as_weights(), input, &layer.bias, activation, &mut out);
             if k == last && self.output == OutputKind::SoftMax {
                 softmax_rows(&mut out, layer.n_out);

@@ -6,6 +6,7 @@
 use super::conjugate_gradient::{self, CgSettings, CgStop, Objective};
 use super::criterion::{criterion, criterion_and_gradient, layer_offsets, penalty_term, Cases};
 use super::dropout::{dropout_criterion_and_gradient, DropoutRates};
+use super::full_batch::{train_full_batch, FullBatchSettings};
 use super::held_out::{held_out_score, HeldOut, Shift};
 use super::network::Network;
 use super::SupervisedError;
@@ -43,6 +44,8 @@ pub enum StopKind {
     Cancelled,
     /// The held-out score found no new best for `patience` epochs; the best weights were kept.
     EarlyStopped,
+    /// A step rule's error reached its target (`StepRuleSettings::target_error`).
+    TargetReached,
 }
 
 /// The optimiser and its settings for one run.
@@ -50,6 +53,8 @@ pub enum StopKind {
 pub enum Method {
     ConjugateGradient { max_iterations: usize, tolerance: f64 },
     Sgd { epochs: usize, tolerance: f64, batch_size: usize, learning_rate: f64, final_rate_fraction: f64, momentum: f64, seed: u64, dropout: DropoutRates, shift: Option<Shift> },
+    /// Toman's and FANN's rules (`full_batch`): epochs to a target error.
+    StepRule(FullBatchSettings),
 }
 
 /// The criterion of a net as a function of its parameters, for the CG minimiser.
@@ -127,6 +132,11 @@ pub fn optimise(
             let settings = SgdSettings { epochs, tolerance, batch_size, learning_rate, final_rate_fraction, momentum, seed, dropout, shift };
             let outcome = sgd(backend, net, cases, penalty, settings, held_out, stage, on_iteration)?;
             best = outcome.best;
+            (outcome.epochs, outcome.stop, outcome.criterion)
+        }
+        Method::StepRule(settings) => {
+            let mut report = |record: &super::full_batch::EpochRecord, _: &Network| on_iteration(record.epoch, record.criterion);
+            let outcome = train_full_batch(backend, net, cases, penalty, settings, None, stage, &mut report)?;
             (outcome.epochs, outcome.stop, outcome.criterion)
         }
     };

@@ -72,7 +72,8 @@ fn method(config: &SupervisedConfig, stage: Stage, image_shape: Option<(usize, u
     };
     match optimizer_of(config, stage) {
         Optimizer::ConjugateGradient => Method::ConjugateGradient { max_iterations, tolerance },
-        Optimizer::Sgd => Method::Sgd {
+        rule if rule.is_step_rule() => Method::StepRule(super::full_batch::FullBatchSettings { optimizer: rule, rules: config.step_rules, epochs: max_iterations }),
+        _ => Method::Sgd {
             epochs: max_iterations,
             tolerance,
             batch_size: config.batch_size,

@@ -146,6 +146,9 @@ fn supervised_memory(shape: &RunShape, config: &SupervisedConfig, n_outputs: usi
     let copies = |optimizer: Optimizer| match optimizer {
         Optimizer::ConjugateGradient => 6,
         Optimizer::Sgd => 4,
+        // Toman's adaptive step: weights, gradient, best weights, and three f64 vectors
+        // (rates, two delta memories); the other step rules fewer.
+        _ => 9,
     };
     let block = |widths: &[usize]| product(&[BLOCK_ROWS.min(n_cases.max(1)), widths.iter().sum()]).saturating_mul(2 * F32);
     let fixed = sum(&[data, stack_bytes, product(&[n_cases, shape.n_inputs]).saturating_mul(F32), product(&[n_cases, n_outputs]).saturating_mul(F32)]);

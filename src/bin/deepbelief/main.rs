@@ -31,6 +31,8 @@ mod input;
 #[cfg(not(target_arch = "wasm32"))]
 mod memory_limit;
 #[cfg(not(target_arch = "wasm32"))]
+mod mlp;
+#[cfg(not(target_arch = "wasm32"))]
 mod out_lock;
 #[cfg(not(target_arch = "wasm32"))]
 mod output;
@@ -88,6 +90,10 @@ mod cli {
         /// Learn a sparse coding basis (L1, Raina et al. 2009) on image patches or MNIST;
         /// writes sparse_coding.json and bases.png into --out.
         SparseCoding(super::sparse_coding::SparseCodingArgs),
+        /// Train a plain all-sigmoid MLP (no RBM layers; Toman's adaptive steps with robust
+        /// training, iRprop, Quickprop, bold driver, backprop or CG) on MNIST IDX files or
+        /// Toman's text format; writes mlp.json, errors.csv and MLP.LOG into --out.
+        Mlp(Box<super::mlp::MlpArgs>),
         /// Create a wgpu device, run a kernel and compare it with the CPU reference.
         GpuCheck(super::gpu_check::GpuCheckArgs),
     }
@@ -102,6 +108,7 @@ mod cli {
             Command::Bench(args) => super::bench::run(args),
             Command::Autoencoder(args) => super::autoencoder::run(args),
             Command::SparseCoding(args) => super::sparse_coding::run(args),
+            Command::Mlp(args) => super::mlp::run(*args),
             Command::GpuCheck(args) => super::gpu_check::run(args),
         }
     }

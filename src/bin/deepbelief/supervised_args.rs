@@ -19,16 +19,31 @@ pub struct SupervisedArgs {
     /// empty ("") for none.
     #[arg(long, value_name = "SIZES", value_parser = parse_optional_sizes)]
     pub supervised_layers: Option<OptionalSizes>,
-    /// Output units: softmax (log-likelihood; the default with labels) or linear (mean
-    /// squared error; the default with database targets).
+    /// Output units: softmax (log-likelihood; the default with labels), linear (mean
+    /// squared error; the default with database targets) or logistic (Toman's all-sigmoid
+    /// nets: half the squared error per case).
     #[arg(long, value_enum)]
     pub output: Option<OutputChoice>,
     /// Backpropagate through the RBM weights too, after the supervised stage.
     #[arg(long)]
     pub fine_tune: bool,
-    /// cg: full-batch conjugate gradient; sgd: mini-batch gradient descent with momentum.
+    /// cg: full-batch conjugate gradient; sgd: mini-batch gradient descent with momentum;
+    /// Toman's and FANN's full-batch rules (docs/TOMAN.md): adaptive (per-weight steps with
+    /// robust-training rollback), rprop (iRprop+), rprop-fann (FANN's iRprop−), quickprop,
+    /// bold-driver, backprop, incremental. The rules run --supervised-max-iters epochs, or to
+    /// --target-error.
     #[arg(long, value_enum)]
     pub optimizer: Option<OptimizerChoice>,
+    /// Step rules: stop once the error (RMS/2 for logistic outputs, else the criterion) is
+    /// at most this (0: never).
+    #[arg(long, value_name = "E")]
+    pub target_error: Option<f64>,
+    /// Adaptive step: rate factor when a gradient keeps its sign [1.2].
+    #[arg(long, value_name = "F")]
+    pub step_up: Option<f64>,
+    /// Adaptive step: rate factor when a gradient changes sign [0.8].
+    #[arg(long, value_name = "F")]
+    pub step_down: Option<f64>,
     /// The optimizer of fine-tuning, when it differs from --optimizer.
     #[arg(long, value_enum)]
     pub fine_tune_optimizer: Option<OptimizerChoice>,
@@ -113,12 +128,20 @@ fn parse_optional_sizes(text: &str) -> Result<OptionalSizes, String> {
 pub enum OutputChoice {
     Softmax,
     Linear,
+    Logistic,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OptimizerChoice {
     Cg,
     Sgd,
+    Adaptive,
+    Rprop,
+    RpropFann,
+    Quickprop,
+    BoldDriver,
+    Backprop,
+    Incremental,
 }
 
 /// The supervised settings, merged and checked.
@@ -158,6 +181,7 @@ impl SupervisedArgs {
             config.output = match output {
                 OutputChoice::Softmax => OutputKind::SoftMax,
                 OutputChoice::Linear => OutputKind::Linear,
+                OutputChoice::Logistic => OutputKind::Logistic,
             };
         }
         if self.fine_tune {
@@ -166,6 +190,13 @@ impl SupervisedArgs {
         let optimizer = |choice: OptimizerChoice| match choice {
             OptimizerChoice::Cg => Optimizer::ConjugateGradient,
             OptimizerChoice::Sgd => Optimizer::Sgd,
+            OptimizerChoice::Adaptive => Optimizer::AdaptiveStep,
+            OptimizerChoice::Rprop => Optimizer::Rprop,
+            OptimizerChoice::RpropFann => Optimizer::RpropMinus,
+            OptimizerChoice::Quickprop => Optimizer::Quickprop,
+            OptimizerChoice::BoldDriver => Optimizer::BoldDriver,
+            OptimizerChoice::Backprop => Optimizer::Backprop,
+            OptimizerChoice::Incremental => Optimizer::Incremental,
         };
         if let Some(choice) = self.optimizer {
             config.optimizer = optimizer(choice);
@@ -189,6 +220,9 @@ impl SupervisedArgs {
         set(self.fine_tune_shift, &mut config.fine_tune_shift);
         set(self.validation_fraction, &mut config.validation_fraction);
         set(self.patience, &mut config.patience);
+        set(self.target_error, &mut config.step_rules.target_error);
+        set(self.step_up, &mut config.step_rules.up);
+        set(self.step_down, &mut config.step_rules.down);
         if self.no_svd {
             config.allow_svd = false;
         }
@@ -217,6 +251,9 @@ fn flag_for(field: &str) -> &'static str {
         "fine_tune_shift" => "--fine-tune-shift",
         "validation_fraction" => "--validation-fraction",
         "patience" => "--patience",
+        "step_rules.target_error" => "--target-error",
+        "step_rules.up" => "--step-up",
+        "step_rules.down" => "--step-down",
         _ => "no flag",
     }
 }
