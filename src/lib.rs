@@ -14,6 +14,7 @@ pub mod engine;
 pub mod eval;
 pub mod format;
 pub mod gpu;
+pub mod local_rbm;
 pub mod model;
 pub mod preset;
 pub mod report;
