@@ -18,6 +18,7 @@ pub mod local_rbm;
 pub mod model;
 pub mod preset;
 pub mod report;
+pub mod recurrent;
 pub mod rng;
 pub mod sample;
 pub mod sparse_coding;
