@@ -54,7 +54,8 @@ impl Default for LocalCdSettings {
             visible_units: VisibleUnits::Gaussian,
             epochs: 10,
             batch_size: 192,
-            learning_rate: 0.01,
+            // Measured on grating crops at 16² (tests/local_rbm_train.rs): 0.005 learns slowly.
+            learning_rate: 0.02,
             initial_momentum: 0.5,
             final_momentum: 0.9,
             momentum_switch_epoch: 5,
