@@ -297,7 +297,8 @@ fn step_rules_serve_the_supervised_stage() {
     let config: SupervisedConfig = serde_json::from_str(r#"{"optimizer": "adaptive_step", "output": "logistic", "step_rules": {"up": 1.3, "target_error": 0.04}}"#).unwrap();
     assert_eq!(config.optimizer, Optimizer::AdaptiveStep);
     assert_eq!(config.step_rules.up, 1.3);
-    assert_eq!(config.step_rules.down, 0.8);
+    assert_eq!(config.step_rules.down, StepRuleSettings::default().down);
+    assert_eq!((StepRuleSettings::default().up, StepRuleSettings::default().down), deepbelief::supervised::config::CHOSEN_UP_DOWN);
     assert!(config.validate().is_ok());
 }
 

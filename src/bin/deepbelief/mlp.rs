@@ -88,10 +88,10 @@ pub struct MlpArgs {
     /// Stop once Toman's error (RMS/2) is at most this (0: run every epoch).
     #[arg(long, value_name = "E", default_value_t = 0.0)]
     pub target_error: f64,
-    /// Adaptive step: rate factor when a gradient keeps its sign [1.2].
+    /// Adaptive step: rate factor when a gradient keeps its sign [1.3].
     #[arg(long, value_name = "F")]
     pub up: Option<f64>,
-    /// Adaptive step: rate factor when it changes sign [0.8].
+    /// Adaptive step: rate factor when it changes sign [0.7].
     #[arg(long, value_name = "F")]
     pub down: Option<f64>,
     /// Adaptive step: every weight's first rate [0.5].

@@ -38,10 +38,10 @@ pub struct SupervisedArgs {
     /// at most this (0: never).
     #[arg(long, value_name = "E")]
     pub target_error: Option<f64>,
-    /// Adaptive step: rate factor when a gradient keeps its sign [1.2].
+    /// Adaptive step: rate factor when a gradient keeps its sign [1.3].
     #[arg(long, value_name = "F")]
     pub step_up: Option<f64>,
-    /// Adaptive step: rate factor when a gradient changes sign [0.8].
+    /// Adaptive step: rate factor when a gradient changes sign [0.7].
     #[arg(long, value_name = "F")]
     pub step_down: Option<f64>,
     /// The optimizer of fine-tuning, when it differs from --optimizer.
