@@ -6,8 +6,10 @@
 //! outcomes, and none of them reads or writes a file format.
 
 pub mod autoencoder;
+pub mod local_rbm;
 pub mod mlp;
 pub mod model_json;
+pub mod recurrent;
 pub mod sparse_coding;
 pub mod supervised;
 

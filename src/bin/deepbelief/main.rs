@@ -29,6 +29,8 @@ mod grey_images;
 #[cfg(not(target_arch = "wasm32"))]
 mod input;
 #[cfg(not(target_arch = "wasm32"))]
+mod local_rbm;
+#[cfg(not(target_arch = "wasm32"))]
 mod memory_limit;
 #[cfg(not(target_arch = "wasm32"))]
 mod mlp;
@@ -38,6 +40,8 @@ mod out_lock;
 mod output;
 #[cfg(not(target_arch = "wasm32"))]
 mod progress;
+#[cfg(not(target_arch = "wasm32"))]
+mod rtrl;
 #[cfg(not(target_arch = "wasm32"))]
 mod sample;
 #[cfg(not(target_arch = "wasm32"))]
@@ -94,6 +98,14 @@ mod cli {
         /// training, iRprop, Quickprop, bold driver, backprop or CG) on MNIST IDX files or
         /// Toman's text format; writes mlp.json, errors.csv and MLP.LOG into --out.
         Mlp(Box<super::mlp::MlpArgs>),
+        /// Train a recurrent net online by real-time recurrent learning (Moore 2009) or
+        /// truncated BPTT on a generated task (addition, NOT, delayed recall, Elman's
+        /// letters); writes recurrent.json into --out.
+        Rtrl(super::rtrl::RtrlArgs),
+        /// Train a local-patch RBM (Raina et al. 2009 §5: per-patch weights, or tied = a
+        /// convolutional RBM) or a stack of them on image crops; writes local_rbm.bin and
+        /// filters.png into --out.
+        LocalRbm(Box<super::local_rbm::LocalRbmArgs>),
         /// Create a wgpu device, run a kernel and compare it with the CPU reference.
         GpuCheck(super::gpu_check::GpuCheckArgs),
     }
@@ -109,6 +121,8 @@ mod cli {
             Command::Autoencoder(args) => super::autoencoder::run(args),
             Command::SparseCoding(args) => super::sparse_coding::run(args),
             Command::Mlp(args) => super::mlp::run(*args),
+            Command::Rtrl(args) => super::rtrl::run(args),
+            Command::LocalRbm(args) => super::local_rbm::run(*args),
             Command::GpuCheck(args) => super::gpu_check::run(args),
         }
     }
