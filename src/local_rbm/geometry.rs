@@ -56,7 +56,7 @@ impl Geometry {
             if !(side - patch).is_multiple_of(stride) {
                 let covered = (side - patch) / stride * stride + patch;
                 return Err(format!(
-                    "--stride: patches of {patch} at stride {stride} cover {covered} of the image's {side} {name}, leaving the last {} uncovered; expected (size − patch) to be a multiple of the stride (e.g. --image-size {})",
+                    "--stride: patches of {patch} at stride {stride} cover {covered} of the image's {side} {name}, leaving the last {} uncovered; expected (size − patch) to be a multiple of the stride (e.g. --image-size {covered} or {})",
                     side - covered,
                     covered + stride
                 ));

@@ -10,6 +10,7 @@
 
 pub(crate) mod gemm;
 pub mod crops;
+pub mod filters;
 pub mod geometry;
 pub mod model;
 pub mod passes;

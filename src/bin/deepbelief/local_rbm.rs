@@ -1,0 +1,194 @@
+//! `deepbelief local-rbm`: train a local-patch RBM (Raina, Madhavan & Ng 2009, §5) or a stack
+//! of them, greedily, on square crops of grey images (PNG files or folders, or an IDX image
+//! file; without `--images`, Philox gratings plus noise). Writes `local_rbm.bin` (format
+//! `deepbelief-local-rbm/1`) and `filters.png` (the first layer's filters per patch position)
+//! into `--out`, both atomically. On the CPU reference (the WGSL kernels are not written yet).
+
+use crate::grey_images::read_grey_images;
+use crate::out_lock::OutLock;
+use crate::output::Output;
+use clap::{Args, ValueEnum};
+use deepbelief::bench::sparse_coding::grating_images;
+use deepbelief::data::idx::read_idx_images;
+use deepbelief::data::patches::GreyImage;
+use deepbelief::format::local_rbm::{write, EpochRecord, SavedLocalStack};
+use deepbelief::local_rbm::crops::image_crops;
+use deepbelief::local_rbm::filters::filters_picture;
+use deepbelief::local_rbm::stack::{plan_stack, propagate, LayerSpec};
+use deepbelief::local_rbm::{LocalCdSettings, LocalCdTrainer};
+use deepbelief::model::VisibleUnits;
+use deepbelief::report::atomic::AtomicFile;
+use serde_json::json;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum VisibleChoice {
+    Gaussian,
+    Binary,
+}
+
+#[derive(Args, Debug)]
+pub struct LocalRbmArgs {
+    /// Side of the square input image in pixels (Raina: 144 or 192; their DBN 160).
+    #[arg(long, default_value_t = 48)]
+    pub image_size: usize,
+    /// Channels per pixel; grey images give 1.
+    #[arg(long, default_value_t = 1)]
+    pub channels: usize,
+    /// Patch side in pixels (Raina: 24).
+    #[arg(long, default_value_t = 24)]
+    pub patch: usize,
+    /// Pixels between neighbouring patches (Raina: 8; 1 with --tied is a convolutional RBM).
+    #[arg(long, default_value_t = 8)]
+    pub stride: usize,
+    /// Hidden units per patch position (Raina: 192).
+    #[arg(long, default_value_t = 192)]
+    pub hidden_per_patch: usize,
+    /// One filter bank shared by all positions (a convolutional RBM).
+    #[arg(long)]
+    pub tied: bool,
+    /// A stack instead of one layer: comma-separated local:PATCH:STRIDE:UNITS,
+    /// tied:PATCH:STRIDE:UNITS or dense:UNITS, each over the feature map below (Raina's DBN at
+    /// --image-size 160: local:24:8:256,local:4:2:128,local:3:1:128,dense:1024).
+    #[arg(long)]
+    pub layers: Option<String>,
+    /// Visible units of the first layer (layers above are binary).
+    #[arg(long, value_enum, default_value = "gaussian")]
+    pub visible: VisibleChoice,
+    #[arg(long, default_value_t = 192)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 10)]
+    pub epochs: usize,
+    /// Crops cut from the images (a fresh set is not drawn per epoch).
+    #[arg(long, default_value_t = 3840)]
+    pub cases: usize,
+    /// PNG files or folders of them, or one IDX image file; crops of --image-size are cut at
+    /// random. Without it: 8 Philox grating images.
+    #[arg(long, num_args = 1..)]
+    pub images: Vec<PathBuf>,
+    #[arg(long)]
+    pub learning_rate: Option<f32>,
+    #[arg(long)]
+    pub weight_penalty: Option<f32>,
+    #[arg(long)]
+    pub sparsity_penalty: Option<f32>,
+    #[arg(long)]
+    pub sparsity_target: Option<f32>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Hidden units whose filters each position's cell shows in filters.png.
+    #[arg(long, default_value_t = 16)]
+    pub filters_per_position: usize,
+    /// Folder for local_rbm.bin and filters.png (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn read_images(args: &LocalRbmArgs) -> Result<(Vec<GreyImage>, serde_json::Value), String> {
+    if args.images.is_empty() {
+        let side = args.image_size.max(64) * 2;
+        return Ok((grating_images(8, side, args.seed), json!({ "gratings": { "count": 8, "side": side, "seed": args.seed } })));
+    }
+    let is_idx = args.images.len() == 1 && args.images[0].is_file() && !args.images[0].extension().is_some_and(|x| x.eq_ignore_ascii_case("png"));
+    if is_idx {
+        let path = &args.images[0];
+        let idx = read_idx_images(path).map_err(|e| format!("--images {}: {e}", path.display()))?;
+        let width = idx.rows * idx.cols;
+        let images = idx.pixels.chunks_exact(width).map(|p| GreyImage { rows: idx.rows, cols: idx.cols, pixels: p.iter().map(|&b| b as f32 / 255.0).collect() }).collect();
+        return Ok((images, json!({ "idx": path.display().to_string(), "images": idx.count })));
+    }
+    let (files, images) = read_grey_images(&args.images, "--images")?;
+    Ok((images, json!({ "images": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>() })))
+}
+
+pub fn run(args: LocalRbmArgs) -> Result<(), String> {
+    let output = Output { json: args.json };
+    let specs = match &args.layers {
+        Some(text) => LayerSpec::parse_list(text)?,
+        None => vec![LayerSpec::Local { patch: args.patch, stride: args.stride, units: args.hidden_per_patch, tied: args.tied }],
+    };
+    let plan = plan_stack(args.image_size, args.image_size, args.channels, &specs)?;
+    if args.channels != 1 {
+        return Err(format!("--channels {}: the image inputs are grey (1 channel); more channels come only from a layer below", args.channels));
+    }
+    if args.cases == 0 {
+        return Err("--cases: 0; expected at least 1".into());
+    }
+    let first_units = match args.visible {
+        VisibleChoice::Gaussian => VisibleUnits::Gaussian,
+        VisibleChoice::Binary => VisibleUnits::Bernoulli,
+    };
+    let base = LocalCdSettings::default();
+    let settings_of = |k: usize| LocalCdSettings {
+        visible_units: if k == 0 { first_units } else { VisibleUnits::Bernoulli },
+        epochs: args.epochs,
+        batch_size: args.batch,
+        learning_rate: args.learning_rate.unwrap_or(base.learning_rate),
+        weight_penalty: args.weight_penalty.unwrap_or(base.weight_penalty),
+        sparsity_penalty: args.sparsity_penalty.unwrap_or(base.sparsity_penalty),
+        sparsity_target: args.sparsity_target.unwrap_or(base.sparsity_target),
+        seed: args.seed + k as u64,
+        ..base.clone()
+    };
+    settings_of(0).validate()?;
+    let (images, source) = read_images(&args)?;
+    let cases = image_crops(&images, args.image_size, args.cases, args.seed, first_units)?;
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
+    let _lock = OutLock::acquire(&args.out)?;
+    let parameters: usize = plan.iter().map(|g| g.weight_count() + g.hidden_bias_count() + g.n_visible()).sum();
+    output.text(&format!("local-patch RBM: {} layer(s), {parameters} parameters, {} crops of {}² on the CPU", plan.len(), args.cases, args.image_size));
+    let (mut layers, mut history, mut settings) = (Vec::new(), Vec::new(), Vec::new());
+    let mut input = cases;
+    for (k, geometry) in plan.iter().enumerate() {
+        output.text(&format!(
+            "layer {}: {} × {} × {} → {} positions × {} units (patch {}, stride {}{}), {} weights",
+            k + 1,
+            geometry.rows,
+            geometry.cols,
+            geometry.channels,
+            geometry.positions(),
+            geometry.hidden_per_patch,
+            geometry.patch,
+            geometry.stride,
+            if geometry.tied { ", tied" } else { "" },
+            geometry.weight_count()
+        ));
+        let layer_settings = settings_of(k);
+        let mut trainer = LocalCdTrainer::new(layer_settings.clone(), *geometry, &input)?;
+        let mut records = Vec::new();
+        for _ in 0..args.epochs {
+            let report = trainer.train_epoch(&input).map_err(|e| format!("layer {}: {e}", k + 1))?;
+            output.text(&format!("  epoch {}: reconstruction error {:.6}, {:.1} s", report.epoch, report.reconstruction_error, report.seconds));
+            records.push(EpochRecord::from(&report));
+        }
+        if k + 1 < plan.len() {
+            input = propagate(std::slice::from_ref(&trainer.model), &input);
+        }
+        layers.push(trainer.model);
+        history.push(records);
+        settings.push(layer_settings);
+    }
+    let last_error = history.last().and_then(|h| h.last()).map(|r| r.reconstruction_error).unwrap_or(f64::NAN);
+    let saved = SavedLocalStack { layers, settings, inputs: json!({ "source": source, "cases": args.cases, "image_size": args.image_size }), history };
+    let png = deepbelief::report::png::encode_grey_png(&filters_picture(&saved.layers[0], args.filters_per_position))?;
+    let model_path = args.out.join("local_rbm.bin");
+    let mut model_file = AtomicFile::create(&model_path)?;
+    {
+        let mut writer = std::io::BufWriter::new(&mut model_file);
+        write(&saved, &mut writer).map_err(|e| format!("{}: cannot write the file ({e})", model_path.display()))?;
+        writer.flush().map_err(|e| format!("{}: cannot write the file ({e})", model_path.display()))?;
+    }
+    model_file.finish_writing()?;
+    let png_path = args.out.join("filters.png");
+    let mut png_file = AtomicFile::create(&png_path)?;
+    png_file.write_all(&png).map_err(|e| format!("{}: cannot write the file ({e})", png_path.display()))?;
+    png_file.finish_writing()?;
+    model_file.commit()?;
+    png_file.commit()?;
+    output.text(&format!("wrote {} and {}", model_path.display(), png_path.display()));
+    output.finish(&json!({ "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs }));
+    Ok(())
+}
