@@ -4,6 +4,7 @@
 //! `bench/run.mjs` compares them with NumPy and scikit-learn run on the same machine.
 
 pub mod autoencoder;
+pub mod rtrl;
 pub mod sparse_coding;
 
 use crate::backend::cpu::CpuBackend;

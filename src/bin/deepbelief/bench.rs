@@ -59,7 +59,8 @@ pub struct BenchArgs {
     /// β = 3, ρ = 0.01.
     #[arg(long)]
     pub autoencoder: bool,
-    /// --autoencoder: the visible sizes v, comma-separated.
+    /// --autoencoder: the visible sizes v, comma-separated; --rtrl: the bits n (default
+    /// 16,32,64,96,128).
     #[arg(long, value_name = "V,V,...", value_delimiter = ',', default_values_t = SIZES)]
     pub sizes: Vec<usize>,
     /// --autoencoder: untimed evaluations before the timed ones (on the GPU at least 1).
@@ -71,6 +72,8 @@ pub struct BenchArgs {
     pub check_up_to: usize,
     #[command(flatten)]
     pub sparse_coding: crate::bench_sparse_coding::SparseCodingBenchArgs,
+    #[command(flatten)]
+    pub rtrl: crate::bench_rtrl::RtrlBenchArgs,
     /// Print the report as one JSON object on the last line of standard output (with
     /// --autoencoder, one JSON object per line, each size and variant).
     #[arg(long)]
@@ -107,6 +110,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if args.autoencoder {
         return run_autoencoder(&args, output);
+    }
+    if args.rtrl.rtrl {
+        return crate::bench_rtrl::run(&args.rtrl, &args.sizes, args.repeats, output);
     }
     let engine = backend_choice::engine(args.backend)?;
     let data = load_idx_dataset(&args.images, None).map_err(|e| e.to_string())?;

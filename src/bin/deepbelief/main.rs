@@ -17,6 +17,8 @@ mod backend_choice;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench;
 #[cfg(not(target_arch = "wasm32"))]
+mod bench_rtrl;
+#[cfg(not(target_arch = "wasm32"))]
 mod bench_sparse_coding;
 #[cfg(not(target_arch = "wasm32"))]
 mod eval;

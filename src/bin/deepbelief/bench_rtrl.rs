@@ -1,0 +1,70 @@
+//! `deepbelief bench --rtrl` (issue 20): microseconds per online RTRL step on Moore's n-bit
+//! adder (2n inputs, 2n hidden, n outputs) for each n of `--sizes` (default 16,32,64,96,128),
+//! on the CPU (`deepbelief::bench::rtrl`), one row per n printed as it is measured (with
+//! `--json`, one JSON object per line). `bench/rtrl_numpy.py` is the NumPy peer.
+
+use crate::output::Output;
+use clap::{Args, ValueEnum};
+use deepbelief::bench::rtrl::{bench_rtrl, RtrlBenchRow, RtrlBenchSettings, SIZES};
+use deepbelief::recurrent::{Preset, RtrlMode};
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BenchPreset {
+    Elman,
+    Jordan,
+    Feedforward,
+}
+
+#[derive(Args, Debug)]
+pub struct RtrlBenchArgs {
+    /// Time online RTRL steps (issue 20, Moore's adder) instead of RBM epochs; --sizes are the
+    /// bits n (default 16,32,64,96,128).
+    #[arg(long)]
+    pub rtrl: bool,
+    /// --rtrl: the graph (Moore timed elman and feedforward).
+    #[arg(long, value_enum, default_value_t = BenchPreset::Elman)]
+    pub rtrl_preset: BenchPreset,
+    /// --rtrl: a sensitivity tensor for every weight (Moore's unoptimised RTRL).
+    #[arg(long)]
+    pub rtrl_no_shortcut: bool,
+    /// --rtrl: timed steps per repeat (--repeats repeats, the median reported).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub rtrl_steps: usize,
+}
+
+/// `sizes` is `--sizes`; its autoencoder default stands for "not given".
+pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, output: Output) -> Result<(), String> {
+    let sizes = if sizes == deepbelief::bench::autoencoder::SIZES { &SIZES[..] } else { sizes };
+    let preset = match args.rtrl_preset {
+        BenchPreset::Elman => Preset::Elman,
+        BenchPreset::Jordan => Preset::Jordan,
+        BenchPreset::Feedforward => Preset::FeedForward,
+    };
+    let mode = if args.rtrl_no_shortcut { RtrlMode::Full } else { RtrlMode::Shortcut };
+    let settings = RtrlBenchSettings { preset, mode, steps: args.rtrl_steps, repeats, ..Default::default() };
+    let print = |r: &RtrlBenchRow| {
+        output.text(&format!(
+            "rtrl {} n = {} ({} net, {} parameters, {:.1} M sensitivity values, {:?}): median {:.1} µs per step, min {:.1} of {} × {} steps, mean E {:.4}; {} threads",
+            r.preset,
+            r.bits,
+            r.layers.iter().map(usize::to_string).collect::<Vec<_>>().join("-"),
+            r.parameters,
+            r.tensor_values as f64 / 1e6,
+            r.mode,
+            r.microseconds_per_step,
+            r.microseconds_per_step_min,
+            r.repeats_us.len(),
+            r.steps,
+            r.mean_error,
+            r.threads
+        ));
+        if output.json {
+            let line = serde_json::to_string(r).expect("a benchmark row serialises");
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+        }
+    };
+    bench_rtrl(sizes, &settings, print).map_err(|e| format!("--{e}"))?;
+    Ok(())
+}
