@@ -8,6 +8,7 @@
 //! - `train`: CD-1 with sparsity, weight decay and momentum;
 //! - `stack`: layer specifications, stacking over feature maps, dense layers above.
 
+pub mod bench;
 pub(crate) mod gemm;
 pub mod crops;
 pub mod filters;

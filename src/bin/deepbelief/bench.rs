@@ -73,6 +73,8 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub sparse_coding: crate::bench_sparse_coding::SparseCodingBenchArgs,
     #[command(flatten)]
+    pub local_rbm: crate::bench_local_rbm::LocalRbmBenchArgs,
+    #[command(flatten)]
     pub rtrl: crate::bench_rtrl::RtrlBenchArgs,
     /// Print the report as one JSON object on the last line of standard output (with
     /// --autoencoder, one JSON object per line, each size and variant).
@@ -110,6 +112,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     }
     if args.autoencoder {
         return run_autoencoder(&args, output);
+    }
+    if args.local_rbm.local_rbm {
+        return crate::bench_local_rbm::run(&args.local_rbm, output);
     }
     if args.rtrl.rtrl {
         return crate::bench_rtrl::run(&args.rtrl, &args.sizes, args.repeats, output);

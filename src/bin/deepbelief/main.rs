@@ -19,6 +19,8 @@ mod bench;
 #[cfg(not(target_arch = "wasm32"))]
 mod bench_rtrl;
 #[cfg(not(target_arch = "wasm32"))]
+mod bench_local_rbm;
+#[cfg(not(target_arch = "wasm32"))]
 mod bench_sparse_coding;
 #[cfg(not(target_arch = "wasm32"))]
 mod eval;

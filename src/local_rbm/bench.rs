@@ -1,0 +1,89 @@
+//! Raina et al.'s Table 3 on the CPU reference: seconds per million examples of CD-1 for the
+//! overlapping-patch model (24×24 patches 8 apart, 192 hidden units each, Gaussian visible
+//! units, batches of 192) at a given image size: 48² (a scaled version, 16 positions), 144²
+//! and 192² (the paper's two columns). One CD-1 update per batch, as `LocalCdTrainer` trains;
+//! the cases are grating crops (the time does not depend on the values).
+
+use super::crops::image_crops;
+use super::geometry::Geometry;
+use super::train::{LocalCdSettings, LocalCdTrainer};
+use crate::bench::sparse_coding::grating_images;
+use crate::clock::now_seconds;
+use crate::model::VisibleUnits;
+use serde::Serialize;
+
+pub const PATCH: usize = 24;
+pub const STRIDE: usize = 8;
+pub const HIDDEN_PER_PATCH: usize = 192;
+pub const BATCH: usize = 192;
+pub const SIZES: [usize; 3] = [48, 144, 192];
+
+/// Table 3's dual-core CPU (Goto BLAS) and GTX 280 seconds per million examples, by image side.
+pub fn paper_seconds_per_million(size: usize) -> Option<(f64, f64)> {
+    match size {
+        144 => Some((32_236.0, 3_415.0)),
+        192 => Some((65_235.0, 6_435.0)),
+        _ => None,
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalBenchRow {
+    pub image_size: usize,
+    pub positions: usize,
+    pub n_visible: usize,
+    pub n_hidden: usize,
+    pub weights: usize,
+    pub batch: usize,
+    /// Each timed batch's seconds (one CD-1 update each).
+    pub seconds: Vec<f64>,
+    pub seconds_median: f64,
+    pub seconds_per_million: f64,
+    /// Table 3's dual-core CPU and GPU figures for this shape, when it is one of the paper's.
+    pub paper_dual_core_cpu: Option<f64>,
+    pub paper_gtx_280: Option<f64>,
+    /// Mean `(v0 − v1)²` of the timed batches (a sanity figure: finite, below the data's ~1).
+    pub reconstruction_error: f64,
+    pub device: String,
+}
+
+/// Times `batches` CD-1 batches after `warmups` untimed ones at `size`².
+pub fn bench_cpu(size: usize, warmups: usize, batches: usize, seed: u64) -> Result<LocalBenchRow, String> {
+    if batches == 0 {
+        return Err("--local-batches: 0; expected at least 1 timed batch".into());
+    }
+    let geometry = Geometry::new(size, size, 1, PATCH, STRIDE, HIDDEN_PER_PATCH, false).map_err(|e| format!("--local-sizes {size}: {e}"))?;
+    let images = grating_images(4, 2 * size, seed);
+    let cases = image_crops(&images, size, BATCH, seed, VisibleUnits::Gaussian)?;
+    let settings = LocalCdSettings { batch_size: BATCH, seed, ..Default::default() };
+    let mut trainer = LocalCdTrainer::new(settings, geometry, &cases)?;
+    for _ in 0..warmups {
+        trainer.train_batch(&cases);
+    }
+    let mut seconds = Vec::with_capacity(batches);
+    let mut squared = 0.0;
+    for _ in 0..batches {
+        let started = now_seconds();
+        squared += trainer.train_batch(&cases);
+        seconds.push(now_seconds() - started);
+    }
+    let mut sorted = seconds.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    let paper = paper_seconds_per_million(size);
+    Ok(LocalBenchRow {
+        image_size: size,
+        positions: geometry.positions(),
+        n_visible: geometry.n_visible(),
+        n_hidden: geometry.n_hidden(),
+        weights: geometry.weight_count(),
+        batch: BATCH,
+        seconds,
+        seconds_median: median,
+        seconds_per_million: median / BATCH as f64 * 1e6,
+        paper_dual_core_cpu: paper.map(|p| p.0),
+        paper_gtx_280: paper.map(|p| p.1),
+        reconstruction_error: squared / (batches * cases.len()) as f64,
+        device: crate::backend::Backend::describe(&crate::backend::cpu::CpuBackend),
+    })
+}
