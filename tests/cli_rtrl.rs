@@ -78,3 +78,31 @@ fn bad_flags_and_files_name_their_field() {
     let err = run_fails(&["rtrl", "--resume", &path.display().to_string(), "--steps", "10", "--out", &out_arg]);
     assert!(err.contains("format") && err.contains("deepbelief-recurrent/1"), "{err}");
 }
+
+#[test]
+fn bench_rtrl_rows_follow_moores_adder() {
+    use deepbelief::recurrent::{Network, Preset, Rtrl, RtrlMode, TaskStream};
+    let stdout = run_ok(&["bench", "--rtrl", "--sizes", "2,3", "--rtrl-steps", "4", "--repeats", "2", "--json"]);
+    let rows: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for (row, n) in rows.iter().zip([2usize, 3]) {
+        assert_eq!(row["bits"], n as u64);
+        assert_eq!(row["layers"], serde_json::json!([2 * n, 2 * n, n]));
+        assert_eq!(row["preset"], "elman");
+        assert_eq!(row["mode"], "shortcut");
+        assert!(row["microseconds_per_step"].as_f64().unwrap() > 0.0);
+        // The timed steps' mean E is the adder's run from seed 1 after 3 warm-up steps.
+        let task = TaskSpec::Add { bits: n };
+        let mut net = Network::initialise(Preset::Elman.graph(2 * n, 2 * n, n), 1, 2.0).unwrap();
+        let mut rtrl = Rtrl::new(&net, RtrlMode::Shortcut).unwrap();
+        let mut stream = TaskStream::new(task, 1);
+        let errors: Vec<f64> = (0..3 + 8)
+            .map(|_| {
+                let e = stream.next_example();
+                rtrl.train_step(&mut net, &e.input, &e.target, 0.01).error
+            })
+            .collect();
+        let mean = errors[3..].iter().sum::<f64>() / 8.0;
+        assert!((row["mean_error"].as_f64().unwrap() - mean).abs() < 1e-12, "{row} vs {mean}");
+    }
+}
