@@ -35,6 +35,13 @@ pub(crate) struct OutPtr(pub *mut f32);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+impl OutPtr {
+    /// The element `offset` places on (a method, so closures capture the whole `OutPtr`).
+    pub fn at(self, offset: usize) -> *mut f32 {
+        self.0.wrapping_add(offset)
+    }
+}
+
 /// `c (m×n, row stride ldc) = beta·c + alpha·a·b`, `a` m×k, `b` k×n.
 ///
 /// # Safety

@@ -50,17 +50,15 @@ pub fn patch_products_up(model: &LocalRbm, patches: &[f32], hidden: &mut [f32]) 
         (0..total.div_ceil(TIED_ROWS_PER_TASK)).into_par_iter().for_each(|block| {
             let r0 = block * TIED_ROWS_PER_TASK;
             let m = TIED_ROWS_PER_TASK.min(total - r0);
-            let out = out;
             // SAFETY: rows r0..r0+m of `hidden`, written by this task only; shapes asserted above.
-            unsafe { sgemm(m, width, units, 1.0, Strided::rows(patches, r0 * width, width), w, 0.0, out.0.add(r0 * units), units) };
+            unsafe { sgemm(m, width, units, 1.0, Strided::rows(patches, r0 * width, width), w, 0.0, out.at(r0 * units), units) };
         });
     } else {
         (0..positions).into_par_iter().for_each(|p| {
-            let out = out;
             let x = Strided::rows(patches, p * width, positions * width);
             let w = Strided::rows(model.bank(p), 0, units);
             // SAFETY: columns p·units.. of every row, written by this task only.
-            unsafe { sgemm(rows, width, units, 1.0, x, w, 0.0, out.0.add(p * units), positions * units) };
+            unsafe { sgemm(rows, width, units, 1.0, x, w, 0.0, out.at(p * units), positions * units) };
         });
     }
 }
@@ -78,17 +76,15 @@ pub fn patch_products_down(model: &LocalRbm, hidden: &[f32], products: &mut [f32
         (0..total.div_ceil(TIED_ROWS_PER_TASK)).into_par_iter().for_each(|block| {
             let r0 = block * TIED_ROWS_PER_TASK;
             let m = TIED_ROWS_PER_TASK.min(total - r0);
-            let out = out;
             // SAFETY: rows r0..r0+m of `products`, this task only.
-            unsafe { sgemm(m, units, width, 1.0, Strided::rows(hidden, r0 * units, units), wt, 0.0, out.0.add(r0 * width), width) };
+            unsafe { sgemm(m, units, width, 1.0, Strided::rows(hidden, r0 * units, units), wt, 0.0, out.at(r0 * width), width) };
         });
     } else {
         (0..positions).into_par_iter().for_each(|p| {
-            let out = out;
             let h = Strided::rows(hidden, p * units, positions * units);
             let wt = Strided::transposed(model.bank(p), 0, units);
             // SAFETY: columns p·width.. of every row, this task only.
-            unsafe { sgemm(rows, units, width, 1.0, h, wt, 0.0, out.0.add(p * width), positions * width) };
+            unsafe { sgemm(rows, units, width, 1.0, h, wt, 0.0, out.at(p * width), positions * width) };
         });
     }
 }

@@ -140,18 +140,16 @@ fn accumulate_patch_outer(model: &LocalRbm, patches: &[f32], hidden: &[f32], sca
         (0..width.div_ceil(GRADIENT_ROWS_PER_TASK)).into_par_iter().for_each(|block| {
             let i0 = block * GRADIENT_ROWS_PER_TASK;
             let m = GRADIENT_ROWS_PER_TASK.min(width - i0);
-            let out = out;
             let xt = Strided::transposed(patches, i0, width);
             // SAFETY: rows i0..i0+m of the gradient, this task only.
-            unsafe { sgemm(m, total, units, scale, xt, Strided::rows(hidden, 0, units), 1.0, out.0.add(i0 * units), units) };
+            unsafe { sgemm(m, total, units, scale, xt, Strided::rows(hidden, 0, units), 1.0, out.at(i0 * units), units) };
         });
     } else {
         (0..positions).into_par_iter().for_each(|p| {
-            let out = out;
             let xt = Strided::transposed(patches, p * width, positions * width);
             let h = Strided::rows(hidden, p * units, positions * units);
             // SAFETY: bank p of the gradient, this task only.
-            unsafe { sgemm(width, rows, units, scale, xt, h, 1.0, out.0.add(p * width * units), units) };
+            unsafe { sgemm(width, rows, units, scale, xt, h, 1.0, out.at(p * width * units), units) };
         });
     }
 }
