@@ -191,3 +191,22 @@ fn online_training_steps_are_moores_euler_steps() {
         copy.params.copy_from_slice(&net.params);
     }
 }
+
+#[test]
+fn rtrl_does_not_depend_on_the_thread_count() {
+    // n = 16 bits: P = 1024 columns, 4 tiles of the sensitivity products.
+    let train = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let mut net = Network::initialise(Preset::Elman.graph(32, 32, 16), 1, 2.0).unwrap();
+            let mut rtrl = Rtrl::new(&net, RtrlMode::Full).unwrap();
+            let (inputs, targets) = sequence(&net.graph, 5, 2);
+            for (x, d) in inputs.iter().zip(&targets) {
+                rtrl.train_step(&mut net, x, d, 0.01);
+            }
+            (net.params, rtrl.sensitivity(2, 1).unwrap().to_vec())
+        })
+    };
+    let (one, many) = (train(1), train(3));
+    assert!(one.0 == many.0 && one.1 == many.1, "weights and μ[1←1]'s hidden sensitivities bit for bit");
+}
