@@ -109,6 +109,9 @@ fn bad_specs_name_their_field() {
     // A layer nothing feeds, too few layers.
     let orphan = GraphSpec { layers: vec![2, 3, 1], edges: vec![EdgeSpec::feed_forward(0, 2)], biases: true };
     assert_eq!(error_of(orphan.validate()).field, "layers[1]");
+    let huge = Preset::Elman.graph(65_536, 65_536, 1);
+    let e = error_of(huge.validate());
+    assert!(e.field == "layers" && e.message.contains("8590065665 parameters"), "{e}");
     let single = GraphSpec { layers: vec![2], edges: vec![], biases: false };
     assert_eq!(error_of(single.validate()).field, "layers");
     // Parameters of the wrong length or with a NaN, named by block and entry.

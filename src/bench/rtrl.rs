@@ -39,7 +39,7 @@ pub struct RtrlBenchRow {
     pub layers: Vec<usize>,
     pub parameters: usize,
     /// Values in all sensitivity tensors (both frames' copies).
-    pub tensor_values: usize,
+    pub tensor_values: u64,
     pub steps: usize,
     /// Median over the repeats of (seconds of a repeat / its steps), in µs.
     pub microseconds_per_step: f64,

@@ -129,6 +129,9 @@ impl Block {
 
 /// The most units a layer may have (a sensitivity tensor has `n³`–`n⁴` entries).
 pub const MAX_UNITS: usize = 65_536;
+/// The most parameters a graph may have (1 GiB of f32; counted in u64, so a spec cannot
+/// overflow a 32-bit `usize` before it is refused).
+pub const MAX_PARAMETERS: u64 = 1 << 28;
 
 impl GraphSpec {
     pub fn output(&self) -> usize {
@@ -165,6 +168,10 @@ impl GraphSpec {
             if let Some(d) = self.edges[..e].iter().position(|other| other == edge) {
                 return Err(RecurrentError::new(format!("edges[{e}]"), format!("repeats edges[{d}]")));
             }
+        }
+        let parameters: u64 = self.edges.iter().map(|e| self.layers[e.to] as u64 * self.layers[e.from] as u64).sum::<u64>() + if self.biases { self.layers[1..].iter().map(|&n| n as u64).sum() } else { 0 };
+        if parameters > MAX_PARAMETERS {
+            return Err(RecurrentError::new("layers", format!("would give {parameters} parameters; at most {MAX_PARAMETERS} are allowed")));
         }
         for i in 1..count {
             if !self.edges.iter().any(|edge| edge.to == i) {

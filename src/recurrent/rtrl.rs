@@ -42,8 +42,9 @@ pub enum RtrlMode {
     Shortcut,
 }
 
-/// The most values all sensitivity tensors together may hold (16 GiB of f32).
-pub const MAX_TENSOR_VALUES: usize = 1 << 32;
+/// The most values all sensitivity tensors together may hold: 16 GiB of f32 natively, 1 GiB
+/// in wasm32 (whose memory is at most 4 GiB).
+pub const MAX_TENSOR_VALUES: u64 = if cfg!(target_arch = "wasm32") { 1 << 28 } else { 1 << 32 };
 
 /// One block's tensors, per layer: `current[i]` (`n_i × P`, empty where layer `i` does not
 /// depend on the block) and `previous[i]` (the last step's, kept only for layers that are the
@@ -79,8 +80,9 @@ pub struct StepReport {
     pub error: f64,
 }
 
-/// Values the sensitivity tensors of `net` would hold in `mode` (both frames' copies).
-pub fn tensor_values(net: &Network, mode: RtrlMode) -> usize {
+/// Values the sensitivity tensors of `net` would hold in `mode` (both frames' copies), counted
+/// in u64 so a 32-bit target cannot overflow.
+pub fn tensor_values(net: &Network, mode: RtrlMode) -> u64 {
     let graph = &net.graph;
     let shortcut = graph.shortcut_layers();
     let sources = graph.recurrent_sources();
@@ -89,7 +91,7 @@ pub fn tensor_values(net: &Network, mode: RtrlMode) -> usize {
         .filter(|b| mode == RtrlMode::Full || !shortcut[b.to])
         .map(|b| {
             let dependents = graph.dependents(b.to);
-            (1..graph.layers.len()).filter(|&i| dependents[i]).map(|i| graph.layers[i] * b.len() * if sources[i] { 2 } else { 1 }).sum::<usize>()
+            (1..graph.layers.len()).filter(|&i| dependents[i]).map(|i| graph.layers[i] as u64 * b.len() as u64 * if sources[i] { 2 } else { 1 }).sum::<u64>()
         })
         .sum()
 }
@@ -101,7 +103,7 @@ impl Rtrl {
         if values > MAX_TENSOR_VALUES {
             return Err(RecurrentError::new(
                 "layers",
-                format!("need {values} sensitivity values ({:.1} GiB); at most {MAX_TENSOR_VALUES} are allowed", values as f64 * 4.0 / (1u64 << 30) as f64),
+                format!("need {values} sensitivity values ({:.1} GiB); at most {MAX_TENSOR_VALUES} are allowed here", values as f64 * 4.0 / (1u64 << 30) as f64),
             ));
         }
         let shortcut_layers = graph.shortcut_layers();
