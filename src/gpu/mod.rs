@@ -13,6 +13,7 @@ pub mod epoch_monitor;
 pub mod evaluate;
 pub mod gemm;
 pub mod lbfgs;
+pub mod local_rbm;
 pub mod sample;
 pub mod shader;
 pub mod sparse_coding;

@@ -71,6 +71,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     let mut all = vec![one("affine_sigmoid", super::affine_sigmoid::source()), one("evaluate", super::evaluate::source()), one("reduce", super::reduce::source()), one("schedule", super::schedule::source()), one("sample", super::sample::source()), one("philox_probe", super::sample::probe_source())];
     all.push(one("autoencoder", super::autoencoder::source()));
     all.push(one("lbfgs", super::lbfgs::source()));
+    all.push(one("local_rbm", super::local_rbm::source()));
     all.extend([one("sparse_coding_codes", super::sparse_coding::codes_source()), one("sparse_coding_basis", super::sparse_coding::basis_source())]);
     all.extend(super::update::sources().into_iter().map(|(module, source)| one(module, source)));
     all.extend(super::trainer::gather_sources().into_iter().map(|(module, source)| one(module, source)));

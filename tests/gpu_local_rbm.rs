@@ -1,0 +1,58 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! shaders/local_rbm.wgsl on native wgpu (Mesa lavapipe in CI) against the CPU reference
+//! (src/local_rbm/passes.rs): the up pass, and the down pass (per-position products, then the
+//! gather over the cover lists), for untied and tied layers, 1–3 channels, Gaussian and binary
+//! visible units, with batches that are not multiples of the 16-wide tiles.
+
+mod support;
+
+use deepbelief::gpu::local_rbm::{hidden_probabilities, visible_expectations};
+use deepbelief::local_rbm::{CoverLists, Geometry, LocalRbm, PassBuffers};
+use deepbelief::model::VisibleUnits;
+use deepbelief::rng::{Purpose, RngStream};
+use support::device::context;
+
+fn random_layer(g: Geometry, units: VisibleUnits, seed: u64) -> LocalRbm {
+    let mut layer = LocalRbm::initialise(g, units, &vec![0.3; g.n_visible()], seed);
+    let s = RngStream::new(seed, 9, Purpose::InitialWeights);
+    let mut k = 0u64;
+    let mut next = |scale: f32| {
+        k += 1;
+        scale * (s.uniform(k) - 0.5)
+    };
+    layer.weights.iter_mut().for_each(|w| *w = next(0.6));
+    layer.hidden_bias.iter_mut().for_each(|b| *b = next(1.0));
+    layer.visible_bias.iter_mut().for_each(|b| *b = next(1.0));
+    layer
+}
+
+#[test]
+fn device_passes_match_the_cpu_reference() {
+    let ctx = context();
+    let geometries = [
+        (Geometry::new(10, 10, 1, 4, 2, 5, false).unwrap(), VisibleUnits::Gaussian),
+        (Geometry::new(9, 7, 2, 3, 2, 20, false).unwrap(), VisibleUnits::Bernoulli),
+        (Geometry::new(8, 8, 3, 4, 4, 3, false).unwrap(), VisibleUnits::Gaussian),
+        (Geometry::new(7, 9, 1, 3, 1, 6, true).unwrap(), VisibleUnits::Bernoulli),
+        (Geometry::new(32, 32, 1, 24, 8, 19, false).unwrap(), VisibleUnits::Gaussian),
+    ];
+    for (k, (g, units)) in geometries.into_iter().enumerate() {
+        let layer = random_layer(g, units, 5 + k as u64);
+        let cases = 19;
+        let s = RngStream::new(k as u64, 1, Purpose::DataSample);
+        let visible: Vec<f32> = (0..(cases * g.n_visible()) as u64).map(|i| s.uniform(i)).collect();
+        let mut buffers = PassBuffers::default();
+        let mut cpu_hidden = vec![0.0; cases * g.n_hidden()];
+        layer.hidden_probabilities(&visible, &mut cpu_hidden, &mut buffers);
+        let gpu_hidden = pollster::block_on(hidden_probabilities(&ctx, &layer, &visible)).unwrap();
+        let worst = gpu_hidden.iter().zip(&cpu_hidden).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(worst < 1e-5, "up, {g:?}: worst |gpu − cpu| {worst}");
+
+        let cover = CoverLists::new(&g);
+        let mut cpu_visible = vec![0.0; visible.len()];
+        layer.visible_expectations(&cover, &cpu_hidden, &mut cpu_visible, &mut buffers);
+        let gpu_visible = pollster::block_on(visible_expectations(&ctx, &layer, &cover, &cpu_hidden)).unwrap();
+        let worst = gpu_visible.iter().zip(&cpu_visible).fold(0.0f32, |m, (a, b)| m.max((a - b).abs() / (1.0 + b.abs())));
+        assert!(worst < 1e-5, "down, {g:?}: worst relative |gpu − cpu| {worst}");
+    }
+}
