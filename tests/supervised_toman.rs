@@ -11,7 +11,7 @@ mod support;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::supervised::adaptive_step::AdaptiveStep;
 use deepbelief::supervised::bold_driver::BoldDriver;
-use deepbelief::supervised::criterion::{criterion, criterion_and_gradient, Cases};
+use deepbelief::supervised::criterion::{criterion, criterion_and_gradient, criterion_and_gradient_timed, Cases, StageSeconds};
 use deepbelief::supervised::full_batch::{reported_error, rms_half, train_full_batch, uniform_start, EpochRecord, FullBatchSettings, StepNote, StepRule};
 use deepbelief::supervised::optimise::{optimise, Method, StopKind};
 use deepbelief::supervised::quickprop::Quickprop;
@@ -52,6 +52,32 @@ fn logistic_criterion_and_rms_half_by_hand() {
     let toman = (sum / 4.0).sqrt() / 2.0;
     assert!(close(rms_half(&net, &backend, cases), toman, 1e-6));
     assert!(close(reported_error(OutputKind::Logistic, value, 0.0, 2), toman, 1e-6));
+}
+
+/// FANN's derivative clip: a saturated unit's y(1 − y) is taken at y clipped to [0.01, 0.99];
+/// without the clip the gradient is exact. A 1-1-1 net on one case, by hand.
+#[test]
+fn fann_derivative_clip_by_hand() {
+    let backend = CpuBackend;
+    let mut net = Network::zeros(&[1, 1, 1], OutputKind::Logistic);
+    // Hidden: σ(20 · 1 + 0) ≈ 1 − 2e-9 (saturated); output: σ(8 · h − 1).
+    net.set_params(&[20.0, 0.0, 8.0, -1.0]);
+    let (inputs, targets) = ([1.0f32], [0.0f32]);
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 1, n_outputs: 1 };
+    let s = |x: f64| 1.0 / (1.0 + (-x).exp());
+    let h = s(20.0) as f32 as f64;
+    let o = s(8.0 * h - 1.0) as f32 as f64;
+    let clip = |y: f64| y.clamp(0.01, 0.99);
+    for (fann, out_slope, hidden_slope) in [(false, o * (1.0 - o), h * (1.0 - h)), (true, clip(o) * (1.0 - clip(o)), clip(h) * (1.0 - clip(h)))] {
+        let mut g = vec![0.0; 4];
+        criterion_and_gradient_timed(&net, &backend, cases, 0.0, &mut g, &mut StageSeconds::default(), fann);
+        // ∂E/∂logit_out = (o − t) · slope (E = Σ(o − t)²/2 for one case).
+        let d_out = o * out_slope;
+        assert!(close(g[3] as f64, d_out, 1e-5), "fann {fann}: output bias {} vs {d_out}", g[3]);
+        assert!(close(g[2] as f64, d_out * h, 1e-5));
+        let d_hidden = d_out * 8.0 * hidden_slope;
+        assert!((g[1] as f64 - d_hidden).abs() <= 1e-5 * d_hidden.abs().max(1e-12), "fann {fann}: hidden bias {} vs {d_hidden}", g[1]);
+    }
 }
 
 /// The adaptive-step rule on two weights, every number by hand (up 1.2, down 0.8,

@@ -32,8 +32,10 @@ impl StepRule for BatchBackprop {
 }
 
 /// One incremental epoch: for every case in order, the gradient of that case's criterion
-/// (the net's criterion on one case, plus the penalty) and a step with momentum.
-pub fn incremental_epoch(backend: &dyn Backend, net: &mut Network, cases: Cases, penalty: f64, settings: &StepRuleSettings, velocity: &mut [f64], times: &mut StageSeconds) {
+/// (the net's criterion on one case, plus the penalty) and a step with momentum. Returns the
+/// mean of the cases' criteria, each taken just before its own step (what FANN reports).
+pub fn incremental_epoch(backend: &dyn Backend, net: &mut Network, cases: Cases, penalty: f64, settings: &StepRuleSettings, velocity: &mut [f64], times: &mut StageSeconds) -> f64 {
+    let mut sum = 0.0;
     let mut gradient = vec![0.0f32; net.n_params()];
     let mut params = net.to_params();
     for case in 0..cases.n_cases() {
@@ -42,7 +44,7 @@ pub fn incremental_epoch(backend: &dyn Backend, net: &mut Network, cases: Cases,
             targets: &cases.targets[case * cases.n_outputs..(case + 1) * cases.n_outputs],
             ..cases
         };
-        criterion_and_gradient_timed(net, backend, one, penalty, &mut gradient, times);
+        sum += criterion_and_gradient_timed(net, backend, one, penalty, &mut gradient, times, settings.fann_derivative_clip);
         let t = crate::clock::now_seconds();
         for ((w, v), &g) in params.iter_mut().zip(velocity.iter_mut()).zip(&gradient) {
             *v = settings.momentum * *v - settings.learning_rate * g as f64;
@@ -51,4 +53,5 @@ pub fn incremental_epoch(backend: &dyn Backend, net: &mut Network, cases: Cases,
         net.set_params(&params);
         times.update += crate::clock::now_seconds() - t;
     }
+    sum / cases.n_cases().max(1) as f64
 }

@@ -80,6 +80,9 @@ pub struct StepRuleSettings {
     /// Stop once the error (Toman's RMS/2 for logistic outputs, else the criterion) is at
     /// most this (Toman: 0.04; 0 never stops early).
     pub target_error: f64,
+    /// Take logistic derivatives as FANN 2.2 does, the unit's value clipped to [0.01, 0.99]
+    /// (for parity with FANN; off: the exact gradient).
+    pub fann_derivative_clip: bool,
 }
 
 /// Toman's printed up/down (his Table 2): unstable in a port, kept for reference.
@@ -113,6 +116,7 @@ impl Default for StepRuleSettings {
             bold_increase: 1.1,
             bold_decrease: 0.5,
             target_error: 0.0,
+            fann_derivative_clip: false,
         }
     }
 }

@@ -101,7 +101,18 @@ pub fn criterion(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f6
 /// The criterion and its gradient with respect to every parameter, in `Network::to_params`
 /// order (each layer's weights, then its biases). `gradient` is overwritten.
 pub fn criterion_and_gradient(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32]) -> f64 {
-    criterion_and_gradient_timed(net, backend, cases, penalty, gradient, &mut StageSeconds::default())
+    criterion_and_gradient_timed(net, backend, cases, penalty, gradient, &mut StageSeconds::default(), false)
+}
+
+/// FANN 2.2 clips a logistic unit's value to [0.01, 0.99] before taking its derivative
+/// `y(1 − y)` (`fann_activation_derived`), so a saturated unit still passes back about 1%
+/// of its error. With `fann_clip` the backward pass does the same, for epoch-by-epoch parity
+/// with FANN (docs/TOMAN.md); the result is then not the criterion's exact gradient.
+pub const FANN_DERIVATIVE_CLIP: (f32, f32) = (0.01, 0.99);
+
+fn logistic_slope(a: f32, fann_clip: bool) -> f32 {
+    let a = if fann_clip { a.clamp(FANN_DERIVATIVE_CLIP.0, FANN_DERIVATIVE_CLIP.1) } else { a };
+    a * (1.0 - a)
 }
 
 /// Seconds spent in the stages of full-batch backpropagation, Toman's four (output
@@ -124,8 +135,9 @@ impl StageSeconds {
     }
 }
 
-/// `criterion_and_gradient`, adding the seconds of each stage to `times`.
-pub fn criterion_and_gradient_timed(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32], times: &mut StageSeconds) -> f64 {
+/// `criterion_and_gradient`, adding the seconds of each stage to `times`; `fann_clip` takes
+/// logistic derivatives as FANN does (`FANN_DERIVATIVE_CLIP`).
+pub fn criterion_and_gradient_timed(net: &Network, backend: &dyn Backend, cases: Cases, penalty: f64, gradient: &mut [f32], times: &mut StageSeconds, fann_clip: bool) -> f64 {
     assert_eq!(gradient.len(), net.n_params());
     let clock = crate::clock::now_seconds;
     let t = clock();
@@ -141,7 +153,12 @@ pub fn criterion_and_gradient_timed(net: &Network, backend: &dyn Backend, cases:
         let t_forward = clock();
         times.forward += t_forward - t;
         sum += data_error_sum(net.output, outputs, targets, cases.n_outputs);
-        let mut delta = output_delta(net, outputs, targets, denominator);
+        let mut delta = if fann_clip && net.output == OutputKind::Logistic {
+            let scale = (1.0 / denominator) as f32;
+            outputs.iter().zip(targets).map(|(&o, &t)| 2.0 * (o - t) * logistic_slope(o, true) * scale).collect()
+        } else {
+            output_delta(net, outputs, targets, denominator)
+        };
         let t_error = clock();
         times.error += t_error - t_forward;
         for k in (0..net.layers.len()).rev() {
@@ -153,7 +170,7 @@ pub fn criterion_and_gradient_timed(net: &Network, backend: &dyn Backend, cases:
                 bias_grad.iter_mut().zip(row).for_each(|(g, d)| *g += d);
             }
             if k > 0 {
-                delta = hidden_delta(backend, layer, &delta, &activations[k - 1]);
+                delta = hidden_delta(backend, layer, &delta, &activations[k - 1], fann_clip);
             }
         }
         times.gradient += clock() - t_error;
@@ -208,11 +225,12 @@ pub(super) fn output_delta(net: &Network, outputs: &[f32], targets: &[f32], deno
 }
 
 /// Backpropagates `delta` through `layer` into the logistic layer below, whose
-/// activations are `below`: `(delta · Wᵀ) ⊙ a(1 − a)`.
-fn hidden_delta(backend: &dyn Backend, layer: &super::network::Layer, delta: &[f32], below: &[f32]) -> Vec<f32> {
+/// activations are `below`: `(delta · Wᵀ) ⊙ a(1 − a)` (`a` clipped as FANN does with
+/// `fann_clip`).
+fn hidden_delta(backend: &dyn Backend, layer: &super::network::Layer, delta: &[f32], below: &[f32], fann_clip: bool) -> Vec<f32> {
     let zero_bias = vec![0.0; layer.n_in];
     let mut back = vec![0.0; below.len()];
     backend.hidden_to_visible(layer.as_weights(), delta, &zero_bias, Activation::Linear, &mut back);
-    back.iter_mut().zip(below).for_each(|(b, a)| *b *= a * (1.0 - a));
+    back.iter_mut().zip(below).for_each(|(b, &a)| *b *= logistic_slope(a, fann_clip));
     back
 }

@@ -5,6 +5,8 @@
 //! (Toman's output, error and gradient stages), reports that error as the epoch's, stops if
 //! it reached the target, then lets the rule change the weights (Toman's update stage). So
 //! epoch e's error is that of the weights after e − 1 updates, as Toman's log counts them.
+//! Incremental epochs instead report the mean of each case's error just before its own step
+//! (FANN's figure; no extra pass).
 //!
 //! The error the rules compare and the target applies to is Toman's "RMS/2" for logistic
 //! outputs, `sqrt(Σ (d − y)² / (cases · outputs)) / 2` (his error calculation kernel), and
@@ -141,13 +143,10 @@ pub fn train_full_batch(
     for epoch in 1..=settings.epochs {
         epochs = epoch;
         let value = match &rule {
-            Some(_) => criterion_and_gradient_timed(net, backend, cases, penalty, &mut gradient, &mut times),
-            None => {
-                let t = crate::clock::now_seconds();
-                let value = criterion(net, backend, cases, penalty);
-                times.error += crate::clock::now_seconds() - t;
-                value
-            }
+            Some(_) => criterion_and_gradient_timed(net, backend, cases, penalty, &mut gradient, &mut times, settings.rules.fann_derivative_clip),
+            // Incremental: the epoch runs here, and its error is the mean over the cases of
+            // each one's error just before its own step, as FANN reports it.
+            None => incremental_epoch(backend, net, cases, penalty, &settings.rules, velocity, &mut times),
         };
         let mut error = reported_error(net.output, value - penalty_term(net, penalty), penalty_term(net, penalty), cases.n_outputs);
         if !error.is_finite() || !value.is_finite() {
@@ -166,12 +165,7 @@ pub fn train_full_batch(
                 net.set_params(&params);
                 note
             }
-            (None, false) => {
-                times.update += crate::clock::now_seconds() - t;
-                incremental_epoch(backend, net, cases, penalty, &settings.rules, velocity, &mut times);
-                params = net.to_params();
-                StepNote::Stepped
-            }
+            (None, false) => StepNote::Stepped,
         };
         if rule.is_some() {
             times.update += crate::clock::now_seconds() - t;

@@ -115,6 +115,10 @@ pub struct MlpArgs {
     /// Backprop, incremental and Quickprop's rate; the bold driver's first [0.7].
     #[arg(long, value_name = "R")]
     pub learning_rate: Option<f64>,
+    /// Take logistic derivatives as FANN 2.2 does (the unit's value clipped to [0.01, 0.99]),
+    /// for epoch-by-epoch parity with FANN; without it, the exact gradient.
+    #[arg(long)]
+    pub fann_derivative_clip: bool,
     /// Starting weights and biases uniform in ±RANGE [0.1, FANN's].
     #[arg(long, value_name = "RANGE", default_value_t = 0.1)]
     pub init_range: f64,
@@ -166,6 +170,7 @@ fn step_rules(args: &MlpArgs) -> Result<StepRuleSettings, String> {
         }
     }
     s.robust = !args.no_robust;
+    s.fann_derivative_clip = args.fann_derivative_clip;
     s.target_error = args.target_error;
     s.validate().map_err(|e| {
         let flag = e.field.trim_start_matches("step_rules.").replace('_', "-");
@@ -359,8 +364,8 @@ fn mlp_log(l: &MlpLog) -> String {
     s.push_str(&format!("OPTIMIZER\n  {:?}\n", l.optimizer));
     let r = l.rules;
     s.push_str(&format!(
-        "  adaptive step: initial rate {}, up {}, down {}, max step {}, momentum {}, robust {} (growth {}, factor {})\n  backprop/incremental/quickprop rate {}; rprop increase {}, decrease {}, delta min {}, max {}, zero {}; quickprop mu {}, decay {}; bold driver {}/{}\n  target error {}\n\n",
-        r.initial_rate, r.up, r.down, r.max_step, r.momentum, r.robust, r.max_error_growth, r.robust_factor, r.learning_rate, r.rprop_increase, r.rprop_decrease, r.rprop_delta_min, r.rprop_delta_max, r.rprop_delta_zero, r.quickprop_mu, r.quickprop_decay, r.bold_increase, r.bold_decrease, r.target_error
+        "  adaptive step: initial rate {}, up {}, down {}, max step {}, momentum {}, robust {} (growth {}, factor {})\n  backprop/incremental/quickprop rate {}; rprop increase {}, decrease {}, delta min {}, max {}, zero {}; quickprop mu {}, decay {}; bold driver {}/{}\n  target error {}; FANN's derivative clip {}\n\n",
+        r.initial_rate, r.up, r.down, r.max_step, r.momentum, r.robust, r.max_error_growth, r.robust_factor, r.learning_rate, r.rprop_increase, r.rprop_decrease, r.rprop_delta_min, r.rprop_delta_max, r.rprop_delta_zero, r.quickprop_mu, r.quickprop_decay, r.bold_increase, r.bold_decrease, r.target_error, r.fann_derivative_clip
     ));
     s.push_str(&format!("ERROR (RMS/2 at each epoch's start)\n  start: {:.6}\n", l.initial_error));
     for rec in l.records.iter().filter(|rec| rec.epoch % 10 == 0 || rec.epoch == 1 || rec.epoch == l.records.len()) {
