@@ -15,25 +15,9 @@
 // up and down_products are 16 x 16 tiled products, one workgroup per (16 output columns, 16
 // cases, position): grid (ceil(units or width / 16), ceil(cases / 16), positions). up gathers
 // its A tile straight from the image (no im2col buffer). gather: workgroups of 64 along the
-// visible units, grid (ceil(n_visible / 64), cases). `sigmoid` is common.wgsl's.
+// visible units, grid (ceil(n_visible / 64), cases). `sigmoid` is common.wgsl's; `LocalDims`,
+// `dims`, `bank_of` and `pixel_of` come from local_rbm_geometry.wgsl, prepended by the host.
 
-struct LocalDims {
-    rows: u32,
-    cols: u32,
-    channels: u32,
-    patch_side: u32,
-    stride: u32,
-    units: u32,
-    positions: u32,
-    positions_cols: u32,
-    width: u32,
-    tied: u32,
-    cases: u32,
-    // gather: 0 linear (Gaussian visible units), 1 sigmoid.
-    activation: u32,
-}
-
-@group(0) @binding(0) var<uniform> dims: LocalDims;
 @group(0) @binding(1) var<storage, read> weights: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read> input: array<f32>;
@@ -41,22 +25,8 @@ struct LocalDims {
 @group(0) @binding(5) var<storage, read> cover_starts: array<u32>;
 @group(0) @binding(6) var<storage, read> cover_entries: array<u32>;
 
-const TILE: u32 = 16u;
 var<workgroup> tile_a: array<array<f32, 16>, 16>;
 var<workgroup> tile_b: array<array<f32, 16>, 16>;
-
-fn bank_of(q: u32) -> u32 {
-    return select(q, 0u, dims.tied != 0u);
-}
-
-fn pixel_of(q: u32, offset: u32) -> u32 {
-    let pr = q / dims.positions_cols;
-    let pc = q % dims.positions_cols;
-    let ch = offset % dims.channels;
-    let dc = (offset / dims.channels) % dims.patch_side;
-    let dr = offset / (dims.channels * dims.patch_side);
-    return ((pr * dims.stride + dr) * dims.cols + pc * dims.stride + dc) * dims.channels + ch;
-}
 
 @compute @workgroup_size(16, 16)
 fn up(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {

@@ -56,3 +56,42 @@ fn device_passes_match_the_cpu_reference() {
         assert!(worst < 1e-5, "down, {g:?}: worst relative |gpu − cpu| {worst}");
     }
 }
+
+#[test]
+fn device_cd1_batches_match_the_cpu_trainer() {
+    use deepbelief::gpu::buffers::upload;
+    use deepbelief::gpu::local_rbm_trainer::GpuLocalTrainer;
+    use deepbelief::local_rbm::{LocalCdSettings, LocalCdTrainer};
+    let ctx = context();
+    let cases_per_batch = 21;
+    for (k, (g, units)) in [
+        (Geometry::new(12, 12, 1, 6, 3, 7, false).unwrap(), VisibleUnits::Gaussian),
+        (Geometry::new(9, 9, 2, 3, 1, 5, true).unwrap(), VisibleUnits::Bernoulli),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let s = RngStream::new(40 + k as u64, 1, Purpose::DataSample);
+        let batch: Vec<f32> = (0..(cases_per_batch * g.n_visible()) as u64).map(|i| s.uniform(i)).collect();
+        let settings = LocalCdSettings { visible_units: units, learning_rate: 0.05, seed: 9, ..Default::default() };
+        let mut cpu = LocalCdTrainer::new(settings.clone(), g, &batch).unwrap();
+        let start = cpu.model.clone();
+        let mut gpu = GpuLocalTrainer::new(&ctx, &start, settings, cases_per_batch);
+        let device_batch = upload(&ctx, "batch", &batch);
+        for _ in 0..3 {
+            cpu.train_batch(&batch);
+            gpu.train_batch(&ctx, &device_batch);
+        }
+        let trained = pollster::block_on(gpu.model(&ctx)).unwrap();
+        for (name, ours, reference, before) in [
+            ("weights", &trained.weights, &cpu.model.weights, &start.weights),
+            ("hidden_bias", &trained.hidden_bias, &cpu.model.hidden_bias, &start.hidden_bias),
+            ("visible_bias", &trained.visible_bias, &cpu.model.visible_bias, &start.visible_bias),
+        ] {
+            let worst = ours.iter().zip(reference.iter()).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            let moved = reference.iter().zip(before.iter()).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(moved > 1e-3, "{name} moved {moved}: the check would be empty");
+            assert!(worst < 2e-5, "{name}, {g:?}: worst |gpu − cpu| {worst} after 3 batches (largest change {moved})");
+        }
+    }
+}

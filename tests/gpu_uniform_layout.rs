@@ -118,6 +118,11 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         (("affine_sigmoid", "dims"), rust_layout!(affine_sigmoid::Dims { rows, n_in, n_out, _pad })),
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
         (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
+        (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
+        (
+            ("local_rbm_train", "params"),
+            rust_layout!(local_rbm::TrainParams { key_lo, key_hi, step_lo, step_hi, count, learning_rate, momentum, weight_penalty, sparsity_penalty, sparsity_target, tied_scale, _pad }),
+        ),
         (
             ("autoencoder", "params"),
             rust_layout!(autoencoder::AutoencoderParams {

@@ -12,7 +12,9 @@ use super::{GpuContext, GpuError};
 use crate::local_rbm::{CoverLists, LocalRbm};
 use crate::model::VisibleUnits;
 
+const GEOMETRY: &str = include_str!("../../shaders/local_rbm_geometry.wgsl");
 const SHADER: &str = include_str!("../../shaders/local_rbm.wgsl");
+const TRAIN_SHADER: &str = include_str!("../../shaders/local_rbm_train.wgsl");
 const TILE: u32 = 16;
 const GATHER_WIDTH: u32 = 64;
 
@@ -35,12 +37,36 @@ pub struct LocalDims {
     pub activation: u32,
 }
 
-/// The kernel module as compiled.
+/// The passes' module as compiled.
 pub(crate) fn source() -> String {
-    assemble(SHADER, &[], false)
+    assemble(&format!("{GEOMETRY}\n{SHADER}"), &[], false)
 }
 
-fn dims(layer: &LocalRbm, cases: usize) -> LocalDims {
+/// The training step's module as compiled (with Philox).
+pub(crate) fn train_source() -> String {
+    assemble(&format!("{GEOMETRY}\n{TRAIN_SHADER}"), &[], true)
+}
+
+/// `struct TrainParams` of local_rbm_train.wgsl.
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct TrainParams {
+    pub key_lo: u32,
+    pub key_hi: u32,
+    pub step_lo: u32,
+    pub step_hi: u32,
+    pub count: u32,
+    pub learning_rate: f32,
+    pub momentum: f32,
+    pub weight_penalty: f32,
+    pub sparsity_penalty: f32,
+    pub sparsity_target: f32,
+    pub tied_scale: f32,
+    pub _pad: u32,
+}
+
+pub(crate) fn dims(layer: &LocalRbm, cases: usize) -> LocalDims {
     let g = &layer.geometry;
     LocalDims {
         rows: g.rows as u32,
