@@ -14,6 +14,7 @@ pub mod evaluate;
 pub mod gemm;
 pub mod lbfgs;
 pub mod local_rbm;
+pub mod recurrent;
 pub mod local_rbm_trainer;
 pub mod sample;
 pub mod shader;

@@ -1,0 +1,119 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! shaders/rtrl_sensitivity.wgsl against the CPU reference (issue 20): after a few online RTRL
+//! steps, every weight block's sensitivity tensor of every dependent layer, recomputed on the
+//! device from the CPU's previous tensors, weights and frames, equals the CPU's
+//! (`recurrent::rtrl`) to f32 rounding; on a graph with every kind of edge (two incoming
+//! tensors per layer, layers with none), on the Elman adder net, and with `P` split into column
+//! chunks (even and ragged) as buffers beyond the binding limit are.
+//! Runs on lavapipe: `WGPU_BACKEND=vulkan VK_DRIVER_FILES=…/lvp_icd.x86_64.json`.
+
+mod support;
+
+use deepbelief::gpu::recurrent::{chunk_width, sensitivity_update, OwnTerm};
+use deepbelief::recurrent::graph::Source;
+use deepbelief::recurrent::products::Term;
+use deepbelief::recurrent::{EdgeSpec, Frame, GraphSpec, Network, Preset, Rtrl, RtrlMode};
+use deepbelief::rng::{Purpose, RngStream};
+use support::device::context;
+
+fn tangled() -> GraphSpec {
+    GraphSpec {
+        layers: vec![3, 5, 4, 2],
+        edges: vec![
+            EdgeSpec::feed_forward(0, 1),
+            EdgeSpec::feed_forward(1, 2),
+            EdgeSpec::feed_forward(2, 3),
+            EdgeSpec::feed_forward(0, 3),
+            EdgeSpec::recurrent(1, 1),
+            EdgeSpec::recurrent(2, 1),
+            EdgeSpec::recurrent(3, 2),
+            EdgeSpec::recurrent(0, 2),
+        ],
+        biases: true,
+    }
+}
+
+/// Trains `steps` online steps, then one more, checking every tensor of that last step on the
+/// device (chunks capped at `binding` bytes when given). Returns how many tensors it checked.
+fn check(net: Network, steps: usize, binding: Option<u64>) -> usize {
+    let ctx = context();
+    let mut net = net;
+    let mut rtrl = Rtrl::new(&net, RtrlMode::Full).unwrap();
+    let (ni, no) = (net.graph.layers[0], *net.graph.layers.last().unwrap());
+    let example = |t: u64| {
+        let s = RngStream::new(9, t, Purpose::DataSample);
+        ((0..ni).map(|i| 1.2 * s.uniform(i as u64) - 0.6).collect::<Vec<f32>>(), (0..no).map(|i| 0.6 * s.uniform(100 + i as u64) - 0.3).collect::<Vec<f32>>())
+    };
+    for t in 0..steps as u64 {
+        let (x, d) = example(t);
+        rtrl.train_step(&mut net, &x, &d, 0.05);
+    }
+    let layers = net.graph.layers.len();
+    let before: Vec<Vec<Option<Vec<f32>>>> = (0..net.blocks.len()).map(|b| (0..layers).map(|i| rtrl.sensitivity(b, i).map(<[f32]>::to_vec)).collect()).collect();
+    let frame_before: Frame = rtrl.frame().clone();
+    let (x, d) = example(steps as u64);
+    rtrl.step(&net, &x, &d);
+    let frame = rtrl.frame().clone();
+    let mut checked = 0;
+    for (index, block) in net.blocks.iter().enumerate() {
+        for i in 1..layers {
+            let Some(cpu) = rtrl.sensitivity(index, i) else { continue };
+            let mut terms = Vec::new();
+            for c in net.blocks_into(i) {
+                match c.source {
+                    Source::Layer(k) if k > 0 => {
+                        if let Some(b) = rtrl.sensitivity(index, k) {
+                            terms.push(Term { a: net.block_values(c), k: c.cols, b });
+                        }
+                    }
+                    Source::Previous(q) if q > 0 => {
+                        if let Some(b) = before[index][q].as_deref() {
+                            terms.push(Term { a: net.block_values(c), k: c.cols, b });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let one = [1.0f32];
+            let own = (i == block.to).then(|| OwnTerm {
+                block_cols: block.cols,
+                source: match block.source {
+                    Source::Layer(n) => &frame.act[n],
+                    Source::Previous(n) => &frame_before.act[n],
+                    Source::Bias => &one,
+                },
+            });
+            let gpu = pollster::block_on(sensitivity_update(&ctx, net.graph.layers[i], block.len(), &terms, &frame.deriv[i], own, binding)).unwrap();
+            let scale = cpu.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+            let worst = gpu.iter().zip(cpu).fold(0.0f32, |m, (g, c)| m.max((g - c).abs()));
+            assert!(worst <= 2e-6 * scale.max(1.0), "{} layer {i}: largest difference {worst} (largest value {scale})", block.name());
+            assert!(cpu.iter().any(|v| *v != 0.0), "{} layer {i}: a tensor worth checking", block.name());
+            checked += 1;
+        }
+    }
+    checked
+}
+
+#[test]
+fn every_tensor_of_a_graph_with_every_edge_kind() {
+    // 11 blocks, each with tensors for layers 1–3 (all depend on every layer through recurrence).
+    assert_eq!(check(Network::initialise(tangled(), 3, 1.5).unwrap(), 5, None), 33);
+}
+
+#[test]
+fn the_elman_adder_net() {
+    // 3 bits: 6-6-3; blocks w[1←0], w[2←1], μ[1←1], b[1], b[2]: 3 × 2 + 2 × 1 tensors.
+    assert_eq!(check(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), 4, None), 8);
+}
+
+#[test]
+fn chunks_split_the_columns() {
+    // μ[1←1] of a 6-unit hidden layer: P = 36, k ≤ 6 rows of B: 4 × 6 × 8 bytes gives chunks
+    // of 8 columns (36 = 4 × 8 + 4), 4 × 6 × 6 of 6 (even).
+    assert_eq!(chunk_width(6, 6, 36, 4 * 6 * 8).unwrap(), 8);
+    assert_eq!(chunk_width(3, 6, 36, 4 * 6 * 6).unwrap(), 6);
+    assert!(chunk_width(6, 6, 36, 4 * 5).is_err());
+    for binding in [4 * 6 * 8, 4 * 6 * 6] {
+        assert_eq!(check(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), 4, Some(binding)), 8);
+    }
+}
