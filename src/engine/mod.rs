@@ -24,6 +24,7 @@ pub mod bench;
 pub mod chains;
 pub mod evaluate;
 pub mod layer;
+pub mod local_rbm;
 pub mod run;
 pub mod sparse_coding;
 pub mod sparse_coding_session;

@@ -35,14 +35,18 @@ pub struct LocalBenchRow {
     pub n_hidden: usize,
     pub weights: usize,
     pub batch: usize,
-    /// Each timed batch's seconds (one CD-1 update each).
+    pub batches_timed: usize,
+    /// Each timed batch's seconds (one CD-1 update each); on the device one figure, the mean
+    /// of the batches submitted back to back.
     pub seconds: Vec<f64>,
     pub seconds_median: f64,
     pub seconds_per_million: f64,
     /// Table 3's dual-core CPU and GPU figures for this shape, when it is one of the paper's.
     pub paper_dual_core_cpu: Option<f64>,
     pub paper_gtx_280: Option<f64>,
-    /// Mean `(v0 − v1)²` of the timed batches (a sanity figure: finite, below the data's ~1).
+    /// A sanity figure (finite, below the data's variance of ~1): on the CPU the mean
+    /// `(v0 − v1)²` of the timed batches; on the device the mean-field reconstruction error of
+    /// the model after them, computed by the CPU reference.
     pub reconstruction_error: f64,
     pub device: String,
 }
@@ -78,6 +82,7 @@ pub fn bench_cpu(size: usize, warmups: usize, batches: usize, seed: u64) -> Resu
         n_hidden: geometry.n_hidden(),
         weights: geometry.weight_count(),
         batch: BATCH,
+        batches_timed: batches,
         seconds,
         seconds_median: median,
         seconds_per_million: median / BATCH as f64 * 1e6,
@@ -85,5 +90,61 @@ pub fn bench_cpu(size: usize, warmups: usize, batches: usize, seed: u64) -> Resu
         paper_gtx_280: paper.map(|p| p.1),
         reconstruction_error: squared / (batches * cases.len()) as f64,
         device: crate::backend::Backend::describe(&crate::backend::cpu::CpuBackend),
+    })
+}
+
+/// As [`bench_cpu`] on the device (`gpu::local_rbm_trainer`): the batch uploaded once, the
+/// model resident, `warmups` untimed batches, then `batches` submitted back to back and timed
+/// together up to the device's idle (the per-batch figure is their mean).
+pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize, batches: usize, seed: u64) -> Result<LocalBenchRow, String> {
+    use crate::gpu::buffers::{upload, wait_idle};
+    use crate::gpu::local_rbm_trainer::GpuLocalTrainer;
+    if batches == 0 {
+        return Err("--local-batches: 0; expected at least 1 timed batch".into());
+    }
+    let geometry = Geometry::new(size, size, 1, PATCH, STRIDE, HIDDEN_PER_PATCH, false).map_err(|e| format!("--local-sizes {size}: {e}"))?;
+    let largest = (geometry.weight_count().max(BATCH * geometry.positions() * geometry.patch_inputs()) * 4) as u64;
+    let limit = ctx.device.limits().max_storage_buffer_binding_size;
+    if largest > limit {
+        return Err(format!("--local-sizes {size}: a {largest}-byte array exceeds this device's storage binding limit of {limit} bytes (splitting by bank is not implemented yet)"));
+    }
+    let images = grating_images(4, 2 * size, seed);
+    let cases = image_crops(&images, size, BATCH, seed, VisibleUnits::Gaussian)?;
+    let settings = LocalCdSettings { batch_size: BATCH, seed, ..Default::default() };
+    let start = LocalCdTrainer::new(settings.clone(), geometry, &cases)?.model;
+    let mut trainer = GpuLocalTrainer::new(ctx, &start, settings, BATCH);
+    let batch = upload(ctx, "local_bench_batch", &cases);
+    for _ in 0..warmups.max(1) {
+        trainer.train_batch(ctx, &batch);
+    }
+    wait_idle(ctx).await.map_err(|e| e.to_string())?;
+    let started = now_seconds();
+    for _ in 0..batches {
+        trainer.train_batch(ctx, &batch);
+    }
+    wait_idle(ctx).await.map_err(|e| e.to_string())?;
+    let per_batch = (now_seconds() - started) / batches as f64;
+    let model = trainer.model(ctx).await.map_err(|e| e.to_string())?;
+    if !model.is_finite() {
+        return Err(format!("--local-sizes {size}: the device's weights went non-finite"));
+    }
+    let reconstruction_error = model.reconstruction_error(&cases);
+    let paper = paper_seconds_per_million(size);
+    let info = &ctx.adapter_info;
+    Ok(LocalBenchRow {
+        image_size: size,
+        positions: geometry.positions(),
+        n_visible: geometry.n_visible(),
+        n_hidden: geometry.n_hidden(),
+        weights: geometry.weight_count(),
+        batch: BATCH,
+        batches_timed: batches,
+        seconds: vec![per_batch],
+        seconds_median: per_batch,
+        seconds_per_million: per_batch / BATCH as f64 * 1e6,
+        paper_dual_core_cpu: paper.map(|p| p.0),
+        paper_gtx_280: paper.map(|p| p.1),
+        reconstruction_error,
+        device: format!("{} ({:?})", info.name, info.backend),
     })
 }

@@ -114,7 +114,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         return run_autoencoder(&args, output);
     }
     if args.local_rbm.local_rbm {
-        return crate::bench_local_rbm::run(&args.local_rbm, output);
+        return crate::bench_local_rbm::run(&args.local_rbm, args.backend, output);
     }
     if args.rtrl.rtrl {
         return crate::bench_rtrl::run(&args.rtrl, &args.sizes, args.repeats, output);

@@ -2,15 +2,18 @@
 //! (`deepbelief::local_rbm::bench`): seconds per million examples of CD-1 with batches of 192
 //! for the overlapping-patch model (24×24 patches 8 apart, 192 hidden units each) at each of
 //! `--local-sizes` (48, 144, 192: a scaled version and the paper's two columns), one row per
-//! size printed as measured (with `--json`, one JSON object per line).
+//! size printed as measured (with `--json`, one JSON object per line). `--backend gpu` times
+//! the device-resident trainer instead (`engine::local_rbm`): the batches submitted back to
+//! back, their mean per batch.
 //!
 //! `--local-dump FILE` instead writes two small cases (an untied Gaussian layer and a tied
 //! binary one: parameters, a batch, the sampling uniforms, and our h0, v1, h1 and CD-1
 //! gradient) as JSON for `bench/local_rbm_numpy.py --check FILE`, which recomputes them.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::output::Output;
 use clap::Args;
-use deepbelief::local_rbm::bench::{bench_cpu, LocalBenchRow, SIZES};
+use deepbelief::local_rbm::bench::{LocalBenchRow, SIZES};
 use deepbelief::local_rbm::train::sample_bernoulli;
 use deepbelief::local_rbm::{cd1_gradient, CoverLists, Geometry, LocalRbm, PassBuffers};
 use deepbelief::model::VisibleUnits;
@@ -39,26 +42,27 @@ pub struct LocalRbmBenchArgs {
     pub local_dump: Option<PathBuf>,
 }
 
-pub fn run(args: &LocalRbmBenchArgs, output: Output) -> Result<(), String> {
+pub fn run(args: &LocalRbmBenchArgs, backend: BackendChoice, output: Output) -> Result<(), String> {
     if let Some(path) = &args.local_dump {
         return dump_cases(path, output);
     }
-    for &size in &args.local_sizes {
-        let r: LocalBenchRow = bench_cpu(size, args.local_warmups, args.local_batches, 1)?;
+    let engine = backend_choice::engine(backend)?;
+    let print = |r: &LocalBenchRow| {
         let paper = match (r.paper_dual_core_cpu, r.paper_gtx_280) {
             (Some(cpu), Some(gpu)) => format!(" (Table 3: dual-core CPU {cpu:.0} s, GTX 280 {gpu:.0} s)"),
             _ => String::new(),
         };
         output.text(&format!(
-            "local RBM {0}×{0}: {1} × {2} ({3} positions, {4} weights), batch {5}: median {6:.3} s per batch of {7}, {8:.0} s per million examples{paper}; {9}",
-            r.image_size, r.n_visible, r.n_hidden, r.positions, r.weights, r.batch, r.seconds_median, r.seconds.len(), r.seconds_per_million, r.device
+            "local RBM {0}×{0}: {1} × {2} ({3} positions, {4} weights), batch {5}: {6:.4} s per batch ({7} timed), {8:.0} s per million examples{paper}; {9}",
+            r.image_size, r.n_visible, r.n_hidden, r.positions, r.weights, r.batch, r.seconds_median, r.batches_timed, r.seconds_per_million, r.device
         ));
         if output.json {
             let line = serde_json::to_string(&r).expect("a benchmark row serialises");
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{line}").and_then(|_| out.flush());
         }
-    }
+    };
+    pollster::block_on(engine.bench_local_rbm(&args.local_sizes, args.local_warmups, args.local_batches, print))?;
     Ok(())
 }
 
