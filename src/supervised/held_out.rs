@@ -26,17 +26,18 @@ pub struct HeldOut<'a> {
 }
 
 /// The held-out score of a net: the classification error for SoftMax outputs (what the
-/// user reads; also for logistic outputs, Toman's one-hot classifiers), the mean squared error for linear ones. Lower is better.
+/// user reads), the mean squared error for linear and logistic ones (whose targets may be real values).
+/// Lower is better.
 pub fn held_out_score(net: &Network, backend: &dyn Backend, cases: Cases) -> f64 {
     let outputs = net.predict(backend, cases.inputs);
     let n_cases = cases.n_cases().max(1);
     let width = cases.n_outputs;
     match net.output {
-        OutputKind::SoftMax | OutputKind::Logistic => {
+        OutputKind::SoftMax => {
             let wrong = outputs.chunks(width).zip(cases.targets.chunks(width)).filter(|(o, t)| arg_max(o) != arg_max(t)).count();
             wrong as f64 / n_cases as f64
         }
-        OutputKind::Linear => outputs.iter().zip(cases.targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum::<f64>() / (n_cases * width).max(1) as f64,
+        OutputKind::Linear | OutputKind::Logistic => outputs.iter().zip(cases.targets).map(|(&o, &t)| ((o - t) as f64).powi(2)).sum::<f64>() / (n_cases * width).max(1) as f64,
     }
 }
 
