@@ -95,3 +95,22 @@ fn device_cd1_batches_match_the_cpu_trainer() {
         }
     }
 }
+
+#[test]
+fn engine_trains_a_layer_on_the_device_as_on_the_cpu() {
+    use deepbelief::engine::Engine;
+    use deepbelief::local_rbm::LocalCdSettings;
+    let g = Geometry::new(12, 12, 1, 4, 4, 6, false).unwrap();
+    let s = RngStream::new(77, 1, Purpose::DataSample);
+    let cases: Vec<f32> = (0..(64 * g.n_visible()) as u64).map(|i| s.uniform(i) - 0.5).collect();
+    let settings = LocalCdSettings { epochs: 2, batch_size: 16, learning_rate: 0.05, ..Default::default() };
+    let cpu = pollster::block_on(Engine::Cpu.train_local_layer(settings.clone(), g, &cases, |_| {})).unwrap();
+    let mut seen = 0;
+    let gpu = pollster::block_on(Engine::Gpu(context()).train_local_layer(settings, g, &cases, |_| seen += 1)).unwrap();
+    assert_eq!((cpu.backend, gpu.backend, seen, gpu.epochs.len()), ("cpu", "gpu", 2, 2));
+    let worst = gpu.model.weights.iter().zip(&cpu.model.weights).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(worst < 5e-5, "8 batches: worst |gpu − cpu| weight {worst}");
+    // The device's epoch figure is the model's mean-field error on the cases: what the CPU
+    // reference computes for the device's model.
+    assert_eq!(gpu.epochs[1].reconstruction_error, gpu.model.reconstruction_error(&cases));
+}

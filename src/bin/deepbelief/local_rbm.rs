@@ -2,8 +2,11 @@
 //! of them, greedily, on square crops of grey images (PNG files or folders, or an IDX image
 //! file; without `--images`, Philox gratings plus noise). Writes `local_rbm.bin` (format
 //! `deepbelief-local-rbm/1`) and `filters.png` (the first layer's filters per patch position)
-//! into `--out`, both atomically. On the CPU reference (the WGSL kernels are not written yet).
+//! into `--out`, both atomically. Each layer trains on the CPU reference or, with `--backend
+//! gpu`, the device-resident trainer (`Engine::train_local_layer`); propagation between layers
+//! runs on the CPU.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::grey_images::read_grey_images;
 use crate::out_lock::OutLock;
 use crate::output::Output;
@@ -15,7 +18,7 @@ use deepbelief::format::local_rbm::{write, EpochRecord, SavedLocalStack};
 use deepbelief::local_rbm::crops::image_crops;
 use deepbelief::local_rbm::filters::filters_picture;
 use deepbelief::local_rbm::stack::{plan_stack, propagate, LayerSpec};
-use deepbelief::local_rbm::{LocalCdSettings, LocalCdTrainer};
+use deepbelief::local_rbm::LocalCdSettings;
 use deepbelief::model::VisibleUnits;
 use deepbelief::report::atomic::AtomicFile;
 use serde_json::json;
@@ -83,6 +86,10 @@ pub struct LocalRbmArgs {
     /// Folder for local_rbm.bin and filters.png (created if missing).
     #[arg(long)]
     pub out: PathBuf,
+    /// Where each layer trains: cpu (the reference), gpu (the device-resident trainer: whole
+    /// batches only, the model downloaded after each epoch), or auto.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
     #[arg(long)]
     pub json: bool,
 }
@@ -138,8 +145,9 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     let cases = image_crops(&images, args.image_size, args.cases, args.seed, first_units)?;
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
     let _lock = OutLock::acquire(&args.out)?;
+    let engine = backend_choice::engine(args.backend)?;
     let parameters: usize = plan.iter().map(|g| g.weight_count() + g.hidden_bias_count() + g.n_visible()).sum();
-    output.text(&format!("local-patch RBM: {} layer(s), {parameters} parameters, {} crops of {}² on the CPU", plan.len(), args.cases, args.image_size));
+    output.text(&format!("local-patch RBM: {} layer(s), {parameters} parameters, {} crops of {}² on {}", plan.len(), args.cases, args.image_size, engine.describe()));
     let (mut layers, mut history, mut settings) = (Vec::new(), Vec::new(), Vec::new());
     let mut input = cases;
     for (k, geometry) in plan.iter().enumerate() {
@@ -157,17 +165,13 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
             geometry.weight_count()
         ));
         let layer_settings = settings_of(k);
-        let mut trainer = LocalCdTrainer::new(layer_settings.clone(), *geometry, &input)?;
-        let mut records = Vec::new();
-        for _ in 0..args.epochs {
-            let report = trainer.train_epoch(&input).map_err(|e| format!("layer {}: {e}", k + 1))?;
-            output.text(&format!("  epoch {}: reconstruction error {:.6}, {:.1} s", report.epoch, report.reconstruction_error, report.seconds));
-            records.push(EpochRecord::from(&report));
-        }
+        let print = |report: &deepbelief::local_rbm::LocalEpochReport| output.text(&format!("  epoch {}: reconstruction error {:.6}, {:.2} s", report.epoch, report.reconstruction_error, report.seconds));
+        let run = pollster::block_on(engine.train_local_layer(layer_settings.clone(), *geometry, &input, print)).map_err(|e| format!("layer {}: {e}", k + 1))?;
+        let records: Vec<EpochRecord> = run.epochs.iter().map(EpochRecord::from).collect();
         if k + 1 < plan.len() {
-            input = propagate(std::slice::from_ref(&trainer.model), &input);
+            input = propagate(std::slice::from_ref(&run.model), &input);
         }
-        layers.push(trainer.model);
+        layers.push(run.model);
         history.push(records);
         settings.push(layer_settings);
     }
