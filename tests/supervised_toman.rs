@@ -417,3 +417,28 @@ fn mlp_command_trains_saves_and_resumes() {
     let bad = run_fails(&["mlp", "--toman-data", data_s, "--layers", "2,4,2", "--out", out_s]);
     assert!(bad.contains("1 outputs per case"), "{bad}");
 }
+
+/// The rules as the `train` command's supervised stage: `--optimizer adaptive --output
+/// logistic --target-error` on RBM features runs the adaptive rule (DEEP.LOG says so, the
+/// criterion falls from the zero-weight start), and a NaN `--step-up` is refused by name.
+#[test]
+fn train_command_runs_a_step_rule_in_the_supervised_stage() {
+    use support::cli::{small_images, small_labels, small_train_args};
+    let out = temp_dir("toman-train");
+    let (images, labels, out_s) = (small_images().to_str().unwrap(), small_labels().to_str().unwrap(), out.to_str().unwrap());
+    let mut args = small_train_args(images, out_s);
+    args.extend(["--train-labels", labels, "--optimizer", "adaptive", "--output", "logistic", "--supervised-max-iters", "40", "--json"]);
+    let figures = last_json(&run_ok(&args));
+    let supervised = &figures["supervised"]["outcome"]["supervised"];
+    assert_eq!(supervised["iterations"], 40, "{supervised}");
+    // The stage starts with zero output weights (no hidden layers, so no penalty yet): every
+    // output 0.5, criterion Σ(0.5 − t)² / 2 per case = 10 · 0.25 / 2.
+    assert!(close(supervised["initial_criterion"].as_f64().unwrap(), 1.25, 1e-9), "{supervised}");
+    assert!(supervised["final_criterion"].as_f64().unwrap() < 0.6, "{supervised}");
+    let log = std::fs::read_to_string(out.join("DEEP.LOG")).unwrap();
+    assert!(log.contains("adaptive_step") && log.contains("logistic"), "{log}");
+    let mut bad = small_train_args(images, out_s);
+    bad.extend(["--train-labels", labels, "--optimizer", "adaptive", "--step-up", "NaN"]);
+    let message = run_fails(&bad);
+    assert!(message.contains("step_rules.up") && message.contains("--step-up"), "{message}");
+}
