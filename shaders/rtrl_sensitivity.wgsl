@@ -14,6 +14,10 @@
 //   source block_cols: the block's own source (a^n(τ), a^n(τ − 1) or 1), read when own ≠ 0
 //          (this layer is the block's destination: the Kronecker term δ_{i,m} δ_{j,s} a^n_t);
 //   out    rows × width.
+// Flags: accumulate adds the product to what out holds (one dispatch per incoming term, the
+// resident step); finish applies the Kronecker term and the σ' scaling (the last term's
+// dispatch, or a lone one with k = 0). The gradient ∂E/∂y · ξ^{·,y} is this kernel too: one
+// row, a = ∂E/∂y, b = the output layer's tensor, deriv = 1, own = 0.
 // Workgroup 16 × 16, one output element per invocation, k in slabs of 16 through workgroup
 // memory. A chunk's b and out stay within the device's storage binding size (the host splits P).
 
@@ -24,8 +28,8 @@ struct Dims {
     block_cols: u32,
     col0: u32,
     own: u32,
-    _pad0: u32,
-    _pad1: u32,
+    accumulate: u32,
+    finish: u32,
 }
 
 @group(0) @binding(0) var<uniform> dims: Dims;
@@ -65,10 +69,17 @@ fn main(@builtin(local_invocation_id) local: vec3<u32>, @builtin(workgroup_id) g
         workgroupBarrier();
     }
     if (row < dims.rows && col < dims.width) {
-        let p = dims.col0 + col;
-        if (dims.own != 0u && row == p / dims.block_cols) {
-            sum += source[p % dims.block_cols];
+        let at = row * dims.width + col;
+        if (dims.accumulate != 0u) {
+            sum += out[at];
         }
-        out[row * dims.width + col] = deriv[row] * sum;
+        if (dims.finish != 0u) {
+            let p = dims.col0 + col;
+            if (dims.own != 0u && row == p / dims.block_cols) {
+                sum += source[p % dims.block_cols];
+            }
+            sum = deriv[row] * sum;
+        }
+        out[at] = sum;
     }
 }

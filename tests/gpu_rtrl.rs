@@ -117,3 +117,48 @@ fn chunks_split_the_columns() {
         assert_eq!(check(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), 4, Some(binding)), 8);
     }
 }
+
+/// `GpuRtrl` and `Rtrl` trained side by side for `steps` online steps: the same errors and
+/// weights to f32 rounding, and the last step's tensors read back equal the CPU's.
+fn resident_matches(net: Network, mode: RtrlMode, steps: u64, binding: Option<u64>) {
+    use deepbelief::gpu::recurrent::GpuRtrl;
+    let ctx = context();
+    let (mut cpu_net, mut gpu_net) = (net.clone(), net);
+    let mut cpu = Rtrl::new(&cpu_net, mode).unwrap();
+    let mut gpu = GpuRtrl::new(&ctx, &gpu_net, mode, binding).unwrap();
+    let (ni, no) = (cpu_net.graph.layers[0], *cpu_net.graph.layers.last().unwrap());
+    for t in 0..steps {
+        let s = RngStream::new(4, t, Purpose::DataSample);
+        let x: Vec<f32> = (0..ni).map(|i| 1.2 * s.uniform(i as u64) - 0.6).collect();
+        let d: Vec<f32> = (0..no).map(|i| 0.6 * s.uniform(100 + i as u64) - 0.3).collect();
+        let e_cpu = cpu.train_step(&mut cpu_net, &x, &d, 0.05).error;
+        let e_gpu = pollster::block_on(gpu.train_step(&ctx, &mut gpu_net, &x, &d, 0.05)).unwrap();
+        assert!((e_cpu - e_gpu).abs() <= 1e-5 * e_cpu.max(1e-3), "step {t}: E {e_cpu} on the CPU, {e_gpu} on the device");
+    }
+    let scale = cpu_net.params.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let worst = cpu_net.params.iter().zip(&gpu_net.params).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(worst <= 1e-5 * scale, "weights differ by {worst} (largest {scale})");
+    let mut compared = 0;
+    for block in 0..cpu_net.blocks.len() {
+        for layer in 1..cpu_net.graph.layers.len() {
+            let device = pollster::block_on(gpu.sensitivity(&ctx, block, layer)).unwrap();
+            assert_eq!(device.is_some(), cpu.sensitivity(block, layer).is_some(), "block {block} layer {layer}: kept on one side only");
+            if let (Some(device), Some(host)) = (device, cpu.sensitivity(block, layer)) {
+                let scale = host.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+                let worst = device.iter().zip(host).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst <= 1e-4 * scale, "block {block} layer {layer}: tensors differ by {worst} (largest {scale})");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 0);
+}
+
+#[test]
+fn resident_rtrl_follows_the_cpu() {
+    resident_matches(Network::initialise(tangled(), 3, 1.5).unwrap(), RtrlMode::Full, 8, None);
+    resident_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Shortcut, 8, None);
+    resident_matches(Network::initialise(Preset::Jordan.graph(4, 5, 2), 1, 2.0).unwrap(), RtrlMode::Shortcut, 8, None);
+    // Chunks of 8 columns (36 = 4 × 8 + 4) for every block of the Elman net.
+    resident_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Full, 8, Some(4 * 6 * 8));
+}

@@ -117,7 +117,7 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
     BTreeMap::from([
         (("affine_sigmoid", "dims"), rust_layout!(affine_sigmoid::Dims { rows, n_in, n_out, _pad })),
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
-        (("rtrl_sensitivity", "dims"), rust_layout!(recurrent::SensitivityDims { rows, k, width, block_cols, col0, own, _pad0, _pad1 })),
+        (("rtrl_sensitivity", "dims"), rust_layout!(recurrent::SensitivityDims { rows, k, width, block_cols, col0, own, accumulate, finish })),
         (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
         (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
         (

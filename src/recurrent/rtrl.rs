@@ -208,41 +208,49 @@ impl Rtrl {
 
     /// The shortcut's gradients: δ of the shortcut layers, from the output down.
     fn back_propagate(&mut self, net: &Network) {
-        let graph = &net.graph;
-        let out = graph.output();
-        for i in (1..graph.layers.len()).rev() {
-            if !self.shortcut_layers[i] {
-                continue;
-            }
-            let mut e = std::mem::take(&mut self.de_da[i]);
-            if i == out {
-                e.copy_from_slice(&self.de_dy);
-            } else {
-                e.fill(0.0);
-            }
-            // Consumers of a shortcut layer through feed-forward edges are shortcut layers
-            // too (their descendants are the layer's), so their δ is ready.
-            for b in net.blocks.iter().filter(|b| b.source == Source::Layer(i)) {
-                add_transposed_matrix_vector(net.block_values(b), b.cols, &self.delta[b.to], &mut e);
-            }
-            for ((d, &e), &s) in self.delta[i].iter_mut().zip(&e).zip(&self.frame.deriv[i]) {
-                *d = e * s;
-            }
-            self.de_da[i] = e;
+        let with_tensor: Vec<bool> = self.tensors.iter().map(Option::is_some).collect();
+        shortcut_gradients(net, &self.shortcut_layers, &self.prev, &self.frame, &self.de_dy, &with_tensor, &mut self.de_da, &mut self.delta, &mut self.gradient);
+    }
+}
+
+/// The shortcut's gradients (back-propagation within the step) of the blocks without a tensor
+/// (`with_tensor[b]` false) into `gradient`; `de_da` and `delta` are per-layer scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn shortcut_gradients(net: &Network, shortcut_layers: &[bool], prev: &Frame, frame: &Frame, de_dy: &[f32], with_tensor: &[bool], de_da: &mut [Vec<f32>], delta: &mut [Vec<f32>], gradient: &mut [f32]) {
+    let graph = &net.graph;
+    let out = graph.output();
+    for i in (1..graph.layers.len()).rev() {
+        if !shortcut_layers[i] {
+            continue;
         }
-        for (index, b) in net.blocks.iter().enumerate() {
-            if self.tensors[index].is_some() {
-                continue;
-            }
-            let gradient = &mut self.gradient[b.offset..b.offset + b.len()];
-            let source: &[f32] = match b.source {
-                Source::Layer(k) => &self.frame.act[k],
-                Source::Previous(q) => &self.prev.act[q],
-                Source::Bias => &[1.0],
-            };
-            for (row, &d) in gradient.chunks_exact_mut(b.cols).zip(&self.delta[b.to]) {
-                row.iter_mut().zip(source).for_each(|(g, &a)| *g = d * a);
-            }
+        let mut e = std::mem::take(&mut de_da[i]);
+        if i == out {
+            e.copy_from_slice(de_dy);
+        } else {
+            e.fill(0.0);
+        }
+        // Consumers of a shortcut layer through feed-forward edges are shortcut layers too
+        // (their descendants are the layer's), so their δ is ready.
+        for b in net.blocks.iter().filter(|b| b.source == Source::Layer(i)) {
+            add_transposed_matrix_vector(net.block_values(b), b.cols, &delta[b.to], &mut e);
+        }
+        for ((d, &e), &s) in delta[i].iter_mut().zip(&e).zip(&frame.deriv[i]) {
+            *d = e * s;
+        }
+        de_da[i] = e;
+    }
+    for (index, b) in net.blocks.iter().enumerate() {
+        if with_tensor[index] {
+            continue;
+        }
+        let gradient = &mut gradient[b.offset..b.offset + b.len()];
+        let source: &[f32] = match b.source {
+            Source::Layer(k) => &frame.act[k],
+            Source::Previous(q) => &prev.act[q],
+            Source::Bias => &[1.0],
+        };
+        for (row, &d) in gradient.chunks_exact_mut(b.cols).zip(&delta[b.to]) {
+            row.iter_mut().zip(source).for_each(|(g, &a)| *g = d * a);
         }
     }
 }
