@@ -162,3 +162,17 @@ fn resident_rtrl_follows_the_cpu() {
     // Chunks of 8 columns (36 = 4 × 8 + 4) for every block of the Elman net.
     resident_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Full, 8, Some(4 * 6 * 8));
 }
+
+#[test]
+fn bench_rows_on_the_device_follow_the_cpus() {
+    use deepbelief::bench::rtrl::{bench_gpu, bench_rtrl, RtrlBenchSettings};
+    let ctx = context();
+    let settings = RtrlBenchSettings { steps: 3, repeats: 2, ..Default::default() };
+    let cpu = bench_rtrl(&[2, 3], &settings, |_| {}).unwrap();
+    let gpu = pollster::block_on(bench_gpu(&ctx, &[2, 3], &settings, |_| {})).unwrap();
+    for (c, g) in cpu.iter().zip(&gpu) {
+        assert_eq!((c.bits, &c.layers, c.tensor_values), (g.bits, &g.layers, g.tensor_values));
+        assert!(g.backend.starts_with("gpu"), "{}", g.backend);
+        assert!((c.mean_error - g.mean_error).abs() <= 1e-5 * c.mean_error, "n = {}: mean E {} on the CPU, {} on the device", c.bits, c.mean_error, g.mean_error);
+    }
+}

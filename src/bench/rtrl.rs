@@ -3,12 +3,14 @@
 //! each `n`, a net of `2n` inputs, `2n` hidden tanh units and `n` outputs (the Elman preset
 //! adds hidden → hidden), weights from Philox, examples from the task stream. Untimed warm-up
 //! steps first, then `repeats` runs of `steps` steps each; the median and the minimum per step.
-//! `bench/rtrl_numpy.py` times the same algorithm in NumPy.
+//! `bench/rtrl_numpy.py` times the same algorithm in NumPy. On the device (`bench_gpu`),
+//! `gpu::recurrent::GpuRtrl`: the same steps with the tensors resident there; a step's time
+//! includes its uploads and the gradient's read-back (the step is complete when it returns).
 
 use crate::recurrent::rtrl::tensor_values;
 use crate::recurrent::{Network, Preset, RecurrentError, Rtrl, RtrlMode, TaskSpec, TaskStream};
 use serde::Serialize;
-use std::time::Instant;
+use crate::clock::now_seconds;
 
 /// Moore's bit sizes around his crossovers (20–35 units) and up to the n = 128.
 pub const SIZES: [usize; 5] = [16, 32, 64, 96, 128];
@@ -51,6 +53,68 @@ pub struct RtrlBenchRow {
     pub backend: String,
 }
 
+/// Moore's adder net for `bits`, its task, and the stream after the warm-up.
+fn adder(bits: usize, settings: &RtrlBenchSettings) -> Result<(TaskSpec, Network), RecurrentError> {
+    let task = TaskSpec::Add { bits };
+    task.validate()?;
+    let net = Network::initialise(settings.preset.graph(task.inputs(), 2 * bits, task.outputs()), settings.seed, 2.0)?;
+    Ok((task, net))
+}
+
+fn row(bits: usize, settings: &RtrlBenchSettings, net: &Network, per_step: Vec<f64>, error: f64, backend: String) -> RtrlBenchRow {
+    let mut sorted = per_step.clone();
+    sorted.sort_by(f64::total_cmp);
+    RtrlBenchRow {
+        bits,
+        preset: settings.preset.name(),
+        mode: settings.mode,
+        layers: net.graph.layers.clone(),
+        parameters: net.params.len(),
+        tensor_values: tensor_values(net, settings.mode),
+        steps: settings.steps,
+        microseconds_per_step: sorted[sorted.len() / 2],
+        microseconds_per_step_min: sorted[0],
+        repeats_us: per_step,
+        mean_error: error / (settings.steps * settings.repeats) as f64,
+        threads: rayon::current_num_threads(),
+        backend,
+    }
+}
+
+/// The device's rows: `GpuRtrl` on the same nets, examples and steps as [`bench_rtrl`].
+pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, sizes: &[usize], settings: &RtrlBenchSettings, mut report: impl FnMut(&RtrlBenchRow)) -> Result<Vec<RtrlBenchRow>, String> {
+    use crate::gpu::recurrent::GpuRtrl;
+    if settings.steps == 0 || settings.repeats == 0 {
+        return Err(RecurrentError::new("steps", "steps and repeats must be at least 1").to_string());
+    }
+    let summary = ctx.summary();
+    let backend = format!("gpu: {} ({})", summary.name, summary.backend);
+    let mut rows = Vec::new();
+    for &bits in sizes {
+        let (task, mut net) = adder(bits, settings).map_err(|e| e.to_string())?;
+        Rtrl::new(&net, settings.mode).map_err(|e| e.to_string())?; // the same size limit as the CPU's
+        let mut rtrl = GpuRtrl::new(ctx, &net, settings.mode, None).map_err(|e| e.to_string())?;
+        let mut stream = TaskStream::new(task, settings.seed);
+        for _ in 0..settings.warmups {
+            let e = stream.next_example();
+            rtrl.train_step(ctx, &mut net, &e.input, &e.target, settings.rate).await.map_err(|e| e.to_string())?;
+        }
+        let (mut per_step, mut error) = (Vec::with_capacity(settings.repeats), 0.0);
+        for _ in 0..settings.repeats {
+            let examples: Vec<_> = (0..settings.steps).map(|_| stream.next_example()).collect();
+            let start = now_seconds();
+            for e in &examples {
+                error += rtrl.train_step(ctx, &mut net, &e.input, &e.target, settings.rate).await.map_err(|e| e.to_string())?;
+            }
+            per_step.push(1e6 * (now_seconds() - start) / settings.steps as f64);
+        }
+        let row = row(bits, settings, &net, per_step, error, backend.clone());
+        report(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 /// One row per `n` of `sizes`, handed to `report` as it is measured.
 pub fn bench_rtrl(sizes: &[usize], settings: &RtrlBenchSettings, mut report: impl FnMut(&RtrlBenchRow)) -> Result<Vec<RtrlBenchRow>, RecurrentError> {
     if settings.steps == 0 || settings.repeats == 0 {
@@ -58,9 +122,7 @@ pub fn bench_rtrl(sizes: &[usize], settings: &RtrlBenchSettings, mut report: imp
     }
     let mut rows = Vec::new();
     for &bits in sizes {
-        let task = TaskSpec::Add { bits };
-        task.validate()?;
-        let mut net = Network::initialise(settings.preset.graph(task.inputs(), 2 * bits, task.outputs()), settings.seed, 2.0)?;
+        let (task, mut net) = adder(bits, settings)?;
         let mut rtrl = Rtrl::new(&net, settings.mode)?;
         let mut stream = TaskStream::new(task, settings.seed);
         for _ in 0..settings.warmups {
@@ -71,29 +133,13 @@ pub fn bench_rtrl(sizes: &[usize], settings: &RtrlBenchSettings, mut report: imp
         let mut error = 0.0;
         for _ in 0..settings.repeats {
             let examples: Vec<_> = (0..settings.steps).map(|_| stream.next_example()).collect();
-            let start = Instant::now();
+            let start = now_seconds();
             for e in &examples {
                 error += rtrl.train_step(&mut net, &e.input, &e.target, settings.rate).error;
             }
-            per_step.push(1e6 * start.elapsed().as_secs_f64() / settings.steps as f64);
+            per_step.push(1e6 * (now_seconds() - start) / settings.steps as f64);
         }
-        let mut sorted = per_step.clone();
-        sorted.sort_by(f64::total_cmp);
-        let row = RtrlBenchRow {
-            bits,
-            preset: settings.preset.name(),
-            mode: settings.mode,
-            layers: net.graph.layers.clone(),
-            parameters: net.params.len(),
-            tensor_values: tensor_values(&net, settings.mode),
-            steps: settings.steps,
-            microseconds_per_step: sorted[sorted.len() / 2],
-            microseconds_per_step_min: sorted[0],
-            repeats_us: per_step,
-            mean_error: error / (settings.steps * settings.repeats) as f64,
-            threads: rayon::current_num_threads(),
-            backend: "cpu".into(),
-        };
+        let row = row(bits, settings, &net, per_step, error, "cpu".into());
         report(&row);
         rows.push(row);
     }

@@ -5,6 +5,7 @@
 
 use super::Engine;
 use crate::bench::autoencoder::{self, AutoencoderBenchRow, AutoencoderBenchSettings};
+use crate::bench::rtrl::{self as rtrl, RtrlBenchRow, RtrlBenchSettings};
 use crate::bench::sparse_coding::{self as sparse_coding, SparseCodingBenchRow, SparseCodingBenchSettings};
 use crate::bench::{self, GpuBenchReport, SweepRow};
 use crate::data::Dataset;
@@ -39,6 +40,15 @@ impl Engine {
         match self {
             Engine::Cpu => autoencoder::bench_cpu_sweep(sizes, settings, on_row),
             Engine::Gpu(ctx) => autoencoder::bench_gpu_sweep(ctx, sizes, settings, on_row).await,
+        }
+    }
+
+    /// Issue 20's sweep: microseconds per online RTRL step on Moore's n-bit adder, on the CPU
+    /// reference or with the tensors resident on the device (`gpu::recurrent::GpuRtrl`).
+    pub async fn bench_rtrl(&self, sizes: &[usize], settings: &RtrlBenchSettings, on_row: impl FnMut(&RtrlBenchRow)) -> Result<Vec<RtrlBenchRow>, String> {
+        match self {
+            Engine::Cpu => rtrl::bench_rtrl(sizes, settings, on_row).map_err(|e| format!("--{e}")),
+            Engine::Gpu(ctx) => rtrl::bench_gpu(ctx, sizes, settings, on_row).await,
         }
     }
 

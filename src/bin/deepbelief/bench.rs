@@ -117,7 +117,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         return crate::bench_local_rbm::run(&args.local_rbm, args.backend, output);
     }
     if args.rtrl.rtrl {
-        return crate::bench_rtrl::run(&args.rtrl, &args.sizes, args.repeats, output);
+        return crate::bench_rtrl::run(&args.rtrl, &args.sizes, args.repeats, args.backend, output);
     }
     let engine = backend_choice::engine(args.backend)?;
     let data = load_idx_dataset(&args.images, None).map_err(|e| e.to_string())?;

@@ -1,11 +1,13 @@
 //! `deepbelief bench --rtrl` (issue 20): microseconds per online RTRL step on Moore's n-bit
 //! adder (2n inputs, 2n hidden, n outputs) for each n of `--sizes` (default 16,32,64,96,128),
-//! on the CPU (`deepbelief::bench::rtrl`), one row per n printed as it is measured (with
-//! `--json`, one JSON object per line). `bench/rtrl_numpy.py` is the NumPy peer.
+//! on the CPU (`deepbelief::bench::rtrl`) or with `--backend gpu` with the sensitivity tensors
+//! resident on the device (the engine's `bench_rtrl`), one row per n printed as it is measured
+//! (with `--json`, one JSON object per line). `bench/rtrl_numpy.py` is the NumPy peer.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::output::Output;
 use clap::{Args, ValueEnum};
-use deepbelief::bench::rtrl::{bench_rtrl, RtrlBenchRow, RtrlBenchSettings, SIZES};
+use deepbelief::bench::rtrl::{RtrlBenchRow, RtrlBenchSettings, SIZES};
 use deepbelief::recurrent::{Preset, RtrlMode};
 use std::io::Write;
 
@@ -34,7 +36,8 @@ pub struct RtrlBenchArgs {
 }
 
 /// `sizes` is `--sizes`; its autoencoder default stands for "not given".
-pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, output: Output) -> Result<(), String> {
+pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, backend: BackendChoice, output: Output) -> Result<(), String> {
+    let engine = backend_choice::engine(backend)?;
     let sizes = if sizes == deepbelief::bench::autoencoder::SIZES { &SIZES[..] } else { sizes };
     let preset = match args.rtrl_preset {
         BenchPreset::Elman => Preset::Elman,
@@ -45,7 +48,7 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, output: Output
     let settings = RtrlBenchSettings { preset, mode, steps: args.rtrl_steps, repeats, ..Default::default() };
     let print = |r: &RtrlBenchRow| {
         output.text(&format!(
-            "rtrl {} n = {} ({} net, {} parameters, {:.1} M sensitivity values, {:?}): median {:.1} µs per step, min {:.1} of {} × {} steps, mean E {:.4}; {} threads",
+            "rtrl {} n = {} ({} net, {} parameters, {:.1} M sensitivity values, {:?}): median {:.1} µs per step, min {:.1} of {} × {} steps, mean E {:.4}; {} ({} threads)",
             r.preset,
             r.bits,
             r.layers.iter().map(usize::to_string).collect::<Vec<_>>().join("-"),
@@ -57,6 +60,7 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, output: Output
             r.repeats_us.len(),
             r.steps,
             r.mean_error,
+            r.backend,
             r.threads
         ));
         if output.json {
@@ -65,6 +69,6 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, output: Output
             let _ = writeln!(out, "{line}").and_then(|_| out.flush());
         }
     };
-    bench_rtrl(sizes, &settings, print).map_err(|e| format!("--{e}"))?;
+    pollster::block_on(engine.bench_rtrl(sizes, &settings, print))?;
     Ok(())
 }
