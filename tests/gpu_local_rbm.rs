@@ -114,3 +114,19 @@ fn engine_trains_a_layer_on_the_device_as_on_the_cpu() {
     // reference computes for the device's model.
     assert_eq!(gpu.epochs[1].reconstruction_error, gpu.model.reconstruction_error(&cases));
 }
+
+#[test]
+fn layers_beyond_the_devices_grids_are_refused_by_flag() {
+    use deepbelief::gpu::local_rbm_trainer::check_fit;
+    let ctx = context();
+    assert!(check_fit(&ctx, &Geometry::new(144, 144, 1, 24, 8, 192, false).unwrap(), 192).is_ok());
+    // Stride 1 over 300²: 277² = 76,729 positions, more than one grid dimension holds.
+    let error = check_fit(&ctx, &Geometry::new(300, 300, 1, 24, 1, 8, true).unwrap(), 16).unwrap_err();
+    assert!(error.starts_with("patch positions (--stride): 76729 workgroups"), "{error}");
+    // 1024 hidden units per patch at 192²: 484 × 576 × 1024 × 4 bytes of weights.
+    let limit = ctx.device.limits().max_storage_buffer_binding_size;
+    let big = Geometry::new(192, 192, 1, 24, 8, 1024, false).unwrap();
+    if (big.weight_count() * 4) as u64 > limit {
+        assert!(check_fit(&ctx, &big, 192).unwrap_err().contains("storage binding limit"));
+    }
+}

@@ -62,11 +62,7 @@ impl Engine {
         if n < batch {
             return Err(format!("--batch: {batch} cases per batch, but only {n} cases; the device trains whole batches"));
         }
-        let limit = ctx.device.limits().max_storage_buffer_binding_size;
-        let largest = (geometry.weight_count().max(batch * geometry.positions() * geometry.patch_inputs()) * 4) as u64;
-        if largest > limit {
-            return Err(format!("--batch / --hidden-per-patch: a {largest}-byte array exceeds this device's storage binding limit of {limit} bytes (splitting by bank is not implemented yet); try --backend cpu"));
-        }
+        crate::gpu::local_rbm_trainer::check_fit(ctx, &geometry, batch)?;
         let batches: Vec<wgpu::Buffer> = (0..n / batch).map(|b| upload(ctx, "local_batch", &cases[b * batch * nv..(b + 1) * batch * nv])).collect();
         let mut device = GpuLocalTrainer::new(ctx, &cpu.model, settings.clone(), batch);
         let scored = &cases[..n.min(DEVICE_SCORE_CASES) * nv];

@@ -52,6 +52,27 @@ pub struct GpuLocalTrainer {
     pub epoch: usize,
 }
 
+/// Whether a layer of `geometry` trained in batches of `cases` fits this device: every array
+/// within one storage binding (splitting by bank is not done yet) and every dispatch within the
+/// 65,535 workgroups a grid dimension allows. The error says which, naming the flags.
+pub fn check_fit(ctx: &GpuContext, geometry: &crate::local_rbm::Geometry, cases: usize) -> Result<(), String> {
+    let grids = [("patch positions (--stride)", geometry.positions()), ("visible units / 64 (--image-size)", geometry.n_visible().div_ceil(64)), ("cases / 16 (--batch)", cases.div_ceil(16))];
+    for (what, groups) in grids {
+        if groups > MAX_GROUPS as usize {
+            return Err(format!("{what}: {groups} workgroups in one grid dimension, more than the {MAX_GROUPS} a dispatch allows; try --backend cpu"));
+        }
+    }
+    let limits = ctx.device.limits();
+    let largest = [geometry.weight_count(), cases * geometry.positions() * geometry.patch_inputs(), cases * geometry.n_hidden(), cases * geometry.n_visible()].into_iter().max().unwrap_or(0) as u64 * 4;
+    if largest > limits.max_storage_buffer_binding_size {
+        return Err(format!(
+            "--batch / --hidden-per-patch / --image-size: a {largest}-byte array exceeds this device's storage binding limit of {} bytes (splitting by bank is not implemented yet); try --backend cpu",
+            limits.max_storage_buffer_binding_size
+        ));
+    }
+    Ok(())
+}
+
 fn pipeline(device: &wgpu::Device, shader: &wgpu::ShaderModule, entry: &str) -> wgpu::ComputePipeline {
     device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some(entry), layout: None, module: shader, entry_point: Some(entry), compilation_options: Default::default(), cache: None })
 }

@@ -103,11 +103,7 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
         return Err("--local-batches: 0; expected at least 1 timed batch".into());
     }
     let geometry = Geometry::new(size, size, 1, PATCH, STRIDE, HIDDEN_PER_PATCH, false).map_err(|e| format!("--local-sizes {size}: {e}"))?;
-    let largest = (geometry.weight_count().max(BATCH * geometry.positions() * geometry.patch_inputs()) * 4) as u64;
-    let limit = ctx.device.limits().max_storage_buffer_binding_size;
-    if largest > limit {
-        return Err(format!("--local-sizes {size}: a {largest}-byte array exceeds this device's storage binding limit of {limit} bytes (splitting by bank is not implemented yet)"));
-    }
+    crate::gpu::local_rbm_trainer::check_fit(ctx, &geometry, BATCH).map_err(|e| format!("--local-sizes {size}: {e}"))?;
     let images = grating_images(4, 2 * size, seed);
     let cases = image_crops(&images, size, BATCH, seed, VisibleUnits::Gaussian)?;
     let settings = LocalCdSettings { batch_size: BATCH, seed, ..Default::default() };
