@@ -442,3 +442,62 @@ fn train_command_runs_a_step_rule_in_the_supervised_stage() {
     let message = run_fails(&bad);
     assert!(message.contains("step_rules.up") && message.contains("--step-up"), "{message}");
 }
+
+/// Levenberg–Marquardt: on a linear net (residuals linear in the weights) one step with a
+/// tiny λ lands on the least-squares solution of the normal equations, solved here by hand.
+#[test]
+fn levenberg_marquardt_step_is_least_squares_on_a_linear_net() {
+    let backend = CpuBackend;
+    let inputs = [0.0f32, 1.0, 1.0, 0.5, 2.0, -1.0, -1.0, 2.0, 0.5, 0.5];
+    let targets = [1.0f32, 2.5, -0.5, 3.0, 1.2];
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 2, n_outputs: 1 };
+    let mut net = Network::zeros(&[2, 1], OutputKind::Linear);
+    // Normal equations for (w1, w2, b): Σ x xᵀ θ = Σ x t with x = (x1, x2, 1).
+    let mut a = [[0.0f64; 3]; 3];
+    let mut rhs = [0.0f64; 3];
+    for c in 0..5 {
+        let x = [inputs[2 * c] as f64, inputs[2 * c + 1] as f64, 1.0];
+        for i in 0..3 {
+            rhs[i] += x[i] * targets[c] as f64;
+            for j in 0..3 {
+                a[i][j] += x[i] * x[j];
+            }
+        }
+    }
+    let flat: Vec<f64> = a.iter().flatten().copied().collect();
+    let exact = deepbelief::supervised::levenberg_marquardt::solve_shifted(&flat, 0.0, &rhs).unwrap();
+    // The solver itself: A · x = rhs.
+    for i in 0..3 {
+        assert!(close((0..3).map(|j| a[i][j] * exact[j]).sum::<f64>(), rhs[i], 1e-12));
+    }
+    let rules = StepRuleSettings { lm_lambda: 1e-9, ..settings() };
+    let settings = FullBatchSettings { optimizer: Optimizer::LevenbergMarquardt, rules, epochs: 1 };
+    train_full_batch(&backend, &mut net, cases, 0.0, settings, None, "lm", &mut |_: &EpochRecord, _: &Network| true).unwrap();
+    let params = net.to_params();
+    for (k, (&p, &e)) in params.iter().zip(&exact).enumerate() {
+        assert!((p as f64 - e).abs() < 1e-4, "parameter {k}: {p} vs least squares {e}");
+    }
+}
+
+#[test]
+fn levenberg_marquardt_solves_xor_and_refuses_what_it_cannot_do() {
+    let backend = CpuBackend;
+    let mut net = xor_net(3, 1, 1.0);
+    let settings = FullBatchSettings { optimizer: Optimizer::LevenbergMarquardt, rules: StepRuleSettings { target_error: 0.05, ..settings() }, epochs: 200 };
+    let outcome = train_full_batch(&backend, &mut net, xor(), 0.0, settings, None, "lm", &mut |_: &EpochRecord, _: &Network| true).unwrap();
+    assert_eq!(outcome.stop, StopKind::TargetReached, "error {} after {} epochs", outcome.error, outcome.epochs);
+    assert!(outcome.epochs < 100, "{} epochs", outcome.epochs);
+    let mut softmax = Network::zeros(&[2, 2], OutputKind::SoftMax);
+    let two = [1.0f32, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0];
+    let cases = Cases { inputs: &XOR_INPUTS, targets: &two, n_inputs: 2, n_outputs: 2 };
+    let err = train_full_batch(&backend, &mut softmax, cases, 0.0, settings, None, "lm", &mut |_: &EpochRecord, _: &Network| true).unwrap_err();
+    assert!(err.to_string().contains("not SoftMax"), "{err}");
+    let err = train_full_batch(&backend, &mut net, xor(), 0.5, settings, None, "lm", &mut |_: &EpochRecord, _: &Network| true).unwrap_err();
+    assert!(err.to_string().contains("penalty must be 0"), "{err}");
+    let mut big = Network::zeros(&[784, 25, 15, 10], OutputKind::Logistic);
+    let inputs = vec![0.0f32; 784 * 200];
+    let targets = vec![0.0f32; 10 * 200];
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 784, n_outputs: 10 };
+    let err = train_full_batch(&backend, &mut big, cases, 0.0, settings, None, "lm", &mut |_: &EpochRecord, _: &Network| true).unwrap_err();
+    assert!(err.to_string().contains("is for small nets"), "{err}");
+}

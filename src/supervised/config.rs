@@ -32,6 +32,8 @@ pub enum Optimizer {
     Backprop,
     /// Gradient descent case by case in data order (incremental), with momentum.
     Incremental,
+    /// Levenberg–Marquardt on the squared error, for small nets (linear or logistic outputs).
+    LevenbergMarquardt,
 }
 
 impl Optimizer {
@@ -83,6 +85,10 @@ pub struct StepRuleSettings {
     /// Take logistic derivatives as FANN 2.2 does, the unit's value clipped to [0.01, 0.99]
     /// (for parity with FANN; off: the exact gradient).
     pub fann_derivative_clip: bool,
+    /// Levenberg–Marquardt: the first damping λ and its factor (÷ after a success, × after
+    /// a failure).
+    pub lm_lambda: f64,
+    pub lm_factor: f64,
 }
 
 /// Toman's printed up/down (his Table 2): unstable in a port, kept for reference.
@@ -117,6 +123,8 @@ impl Default for StepRuleSettings {
             bold_decrease: 0.5,
             target_error: 0.0,
             fann_derivative_clip: false,
+            lm_lambda: 0.01,
+            lm_factor: 10.0,
         }
     }
 }
@@ -142,6 +150,8 @@ impl StepRuleSettings {
         check_real("step_rules.bold_increase", self.bold_increase, 1.0, 100.0)?;
         check_real("step_rules.bold_decrease", self.bold_decrease, 1e-6, 1.0)?;
         check_real("step_rules.target_error", self.target_error, 0.0, 1e12)?;
+        check_real("step_rules.lm_lambda", self.lm_lambda, 1e-12, 1e12)?;
+        check_real("step_rules.lm_factor", self.lm_factor, 1.000001, 1e6)?;
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! The epoch loop of Toman's and FANN's rules (adaptive step, iRprop+, FANN's iRprop−,
-//! Quickprop, bold driver, batch and incremental back-propagation) on a `Network`.
+//! Quickprop, bold driver, batch and incremental back-propagation) and Levenberg–Marquardt on
+//! a `Network`.
 //!
 //! Every epoch evaluates the error and the full-batch gradient at the current weights
 //! (Toman's output, error and gradient stages), reports that error as the epoch's, stops if
@@ -18,6 +19,7 @@ use super::adaptive_step::AdaptiveStep;
 use super::backprop::{incremental_epoch, BatchBackprop};
 use super::bold_driver::BoldDriver;
 use super::config::{Optimizer, StepRuleSettings};
+use super::levenberg_marquardt::{lm_epoch, LmStep};
 use super::criterion::{criterion, criterion_and_gradient_timed, penalty_term, Cases, StageSeconds};
 use super::network::{Network, OutputKind};
 use super::optimise::StopKind;
@@ -50,7 +52,8 @@ pub trait StepRule {
     }
 }
 
-/// The rule of a step-rule optimiser (`None` for incremental, which is not full batch).
+/// The rule of a step-rule optimiser (`None` for incremental, which is not full batch, and
+/// Levenberg–Marquardt, which needs the Jacobian).
 pub fn step_rule(optimizer: Optimizer, n_params: usize, n_cases: usize, settings: StepRuleSettings) -> Option<Box<dyn StepRule>> {
     Some(match optimizer {
         Optimizer::AdaptiveStep => Box::new(AdaptiveStep::new(n_params, settings)),
@@ -59,7 +62,7 @@ pub fn step_rule(optimizer: Optimizer, n_params: usize, n_cases: usize, settings
         Optimizer::Quickprop => Box::new(Quickprop::new(n_params, n_cases, settings)),
         Optimizer::BoldDriver => Box::new(BoldDriver::new(n_params, settings)),
         Optimizer::Backprop => Box::new(BatchBackprop::new(n_params, settings)),
-        Optimizer::Incremental | Optimizer::ConjugateGradient | Optimizer::Sgd => return None,
+        Optimizer::Incremental | Optimizer::LevenbergMarquardt | Optimizer::ConjugateGradient | Optimizer::Sgd => return None,
     })
 }
 
@@ -126,6 +129,11 @@ pub fn train_full_batch(
     on_epoch: &mut dyn FnMut(&EpochRecord, &Network) -> bool,
 ) -> Result<FullBatchOutcome, SupervisedError> {
     settings.rules.validate().map_err(SupervisedError::Config)?;
+    let levenberg_marquardt = settings.optimizer == Optimizer::LevenbergMarquardt;
+    if levenberg_marquardt {
+        super::levenberg_marquardt::check(net, cases, penalty)?;
+    }
+    let mut lambda = settings.rules.lm_lambda;
     let n_params = net.n_params();
     let n_cases = cases.n_cases();
     let mut rule = step_rule(settings.optimizer, n_params, n_cases, settings.rules);
@@ -139,11 +147,18 @@ pub fn train_full_batch(
     let robust_nan = settings.optimizer == Optimizer::AdaptiveStep && settings.rules.robust;
     let target = settings.rules.target_error;
     let mut stop = StopKind::MaxIterations;
+    let mut stuck = false;
     let mut epochs = 0;
     for epoch in 1..=settings.epochs {
         epochs = epoch;
         let value = match &rule {
             Some(_) => criterion_and_gradient_timed(net, backend, cases, penalty, &mut gradient, &mut times, settings.rules.fann_derivative_clip),
+            None if levenberg_marquardt => {
+                let t = crate::clock::now_seconds();
+                let value = criterion(net, backend, cases, penalty);
+                times.error += crate::clock::now_seconds() - t;
+                value
+            }
             // Incremental: the epoch runs here, and its error is the mean over the cases of
             // each one's error just before its own step, as FANN reports it.
             None => incremental_epoch(backend, net, cases, penalty, &settings.rules, velocity, &mut times),
@@ -165,6 +180,14 @@ pub fn train_full_batch(
                 net.set_params(&params);
                 note
             }
+            (None, false) if levenberg_marquardt => match lm_epoch(backend, net, cases, value, &mut lambda, settings.rules.lm_factor, &mut times) {
+                LmStep::Accepted { trials: 1 } => StepNote::Stepped,
+                LmStep::Accepted { .. } => StepNote::Rejected,
+                LmStep::NoProgress => {
+                    stuck = true;
+                    StepNote::Rejected
+                }
+            },
             (None, false) => StepNote::Stepped,
         };
         if rule.is_some() {
@@ -176,6 +199,10 @@ pub fn train_full_batch(
         let keep_going = on_epoch(&EpochRecord { epoch, error, criterion: value, note }, net);
         if reached {
             stop = StopKind::TargetReached;
+            break;
+        }
+        if stuck {
+            stop = StopKind::NoProgress;
             break;
         }
         if !keep_going {

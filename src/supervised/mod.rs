@@ -18,7 +18,8 @@
 //! - `full_batch` with `adaptive_step`, `rprop`, `quickprop`, `bold_driver`, `backprop`:
 //!   Toman's all-sigmoid MLP training (per-weight adaptive steps with robust-training
 //!   rollback) and FANN's rules (iRprop, Quickprop, batch and incremental backprop) plus the
-//!   bold driver, as optimisers of the supervised stage and of plain MLPs (docs/TOMAN.md);
+//!   bold driver, and `levenberg_marquardt` for small nets, as optimisers of the supervised
+//!   stage and of plain MLPs (docs/TOMAN.md);
 //! - `toman_text`: Toman's plain-text data set format.
 
 pub mod adaptive_step;
@@ -34,6 +35,7 @@ pub mod evaluation;
 pub mod full_batch;
 pub mod held_out;
 pub mod least_squares;
+pub mod levenberg_marquardt;
 pub mod line_search;
 pub mod network;
 pub mod optimise;

@@ -42,6 +42,8 @@ pub enum MlpOptimizer {
     Incremental,
     /// Full-batch Polak–Ribière conjugate gradient (the supervised stage's).
     Cg,
+    /// Levenberg–Marquardt (small nets only: cases × outputs × parameters ≤ 20 million).
+    Lm,
 }
 
 impl MlpOptimizer {
@@ -55,6 +57,7 @@ impl MlpOptimizer {
             MlpOptimizer::Backprop => Optimizer::Backprop,
             MlpOptimizer::Incremental => Optimizer::Incremental,
             MlpOptimizer::Cg => Optimizer::ConjugateGradient,
+            MlpOptimizer::Lm => Optimizer::LevenbergMarquardt,
         }
     }
 }

@@ -30,8 +30,8 @@ pub struct SupervisedArgs {
     /// cg: full-batch conjugate gradient; sgd: mini-batch gradient descent with momentum;
     /// Toman's and FANN's full-batch rules (docs/TOMAN.md): adaptive (per-weight steps with
     /// robust-training rollback), rprop (iRprop+), rprop-fann (FANN's iRprop−), quickprop,
-    /// bold-driver, backprop, incremental. The rules run --supervised-max-iters epochs, or to
-    /// --target-error.
+    /// bold-driver, backprop, incremental, levenberg-marquardt (small nets, linear or logistic
+    /// outputs, no penalty). The rules run --supervised-max-iters epochs, or to --target-error.
     #[arg(long, value_enum)]
     pub optimizer: Option<OptimizerChoice>,
     /// Step rules: stop once the error (RMS/2 for logistic outputs, else the criterion) is
@@ -142,6 +142,7 @@ pub enum OptimizerChoice {
     BoldDriver,
     Backprop,
     Incremental,
+    LevenbergMarquardt,
 }
 
 /// The supervised settings, merged and checked.
@@ -197,6 +198,7 @@ impl SupervisedArgs {
             OptimizerChoice::BoldDriver => Optimizer::BoldDriver,
             OptimizerChoice::Backprop => Optimizer::Backprop,
             OptimizerChoice::Incremental => Optimizer::Incremental,
+            OptimizerChoice::LevenbergMarquardt => Optimizer::LevenbergMarquardt,
         };
         if let Some(choice) = self.optimizer {
             config.optimizer = optimizer(choice);
