@@ -157,17 +157,20 @@ struct DeviceBlock {
 /// Moore's RTRL step with the sensitivity tensors resident on the device (issue 20): the
 /// forward step, `∂E/∂y`, `E` and the shortcut's back-propagation on the host (all `O(n²)`),
 /// each step's weights, `σ'`, sources and `∂E/∂y` uploaded (`O(n²)`), the tensor updates and
-/// the gradient `∂E/∂y · ξ^{·,y}` on the device (`O(n⁴)`), the gradient read back (`O(n²)`) and
+/// the gradient `∂E/∂y · ξ^{·,y}` on the device (`O(n⁴)`; the products through `gpu::gemm`,
+/// the Kronecker term and σ' through rtrl_sensitivity.wgsl), the gradient read back (`O(n²)`) and
 /// the Euler step on the host. The same arithmetic as `recurrent::Rtrl` but for the order of
 /// the products' sums (tests/gpu_rtrl.rs).
 pub struct GpuRtrl {
     pipeline: wgpu::ComputePipeline,
+    /// The products `w^{i,k} · ξ` and `∂E/∂y · ξ^{·,y}` go through the crate's tuned GEMM
+    /// kernels; rtrl_sensitivity.wgsl (k = 0) adds the Kronecker term and scales by σ'.
+    gemm: super::gemm::GemmKernels,
     blocks: Vec<Option<DeviceBlock>>,
     weights: Vec<wgpu::Buffer>,
     deriv: Vec<wgpu::Buffer>,
     sources: Vec<wgpu::Buffer>,
     de_dy: wgpu::Buffer,
-    ones: wgpu::Buffer,
     dummy: wgpu::Buffer,
     shortcut_layers: Vec<bool>,
     recurrent_sources: Vec<bool>,
@@ -212,14 +215,13 @@ impl GpuRtrl {
         }
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("rtrl_sensitivity"), source: wgpu::ShaderSource::Wgsl(source().into()) });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some("rtrl_sensitivity"), layout: None, module: &module, entry_point: Some("main"), compilation_options: Default::default(), cache: None });
-        let ones = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("ones"), contents: bytemuck::cast_slice(&[1.0f32]), usage: wgpu::BufferUsages::STORAGE });
         Ok(GpuRtrl {
             pipeline,
+            gemm: super::gemm::GemmKernels::new(ctx),
             weights: net.blocks.iter().map(|b| zeros("weights", b.len())).collect(),
             deriv: graph.layers.iter().map(|&n| zeros("deriv", n)).collect(),
             sources: net.blocks.iter().map(|b| zeros("source", b.cols)).collect(),
             de_dy: zeros("de_dy", graph.layers[graph.output()]),
-            ones,
             dummy: zeros("dummy", 1),
             blocks,
             shortcut_layers,
@@ -260,7 +262,7 @@ impl GpuRtrl {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn dispatch(&self, ctx: &GpuContext, pass: &mut wgpu::ComputePass, dims: SensitivityDims, a: &wgpu::Buffer, b: &wgpu::Buffer, deriv: &wgpu::Buffer, source: &wgpu::Buffer, out: &wgpu::Buffer) {
+    fn dispatch(&self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder, dims: SensitivityDims, a: &wgpu::Buffer, b: &wgpu::Buffer, deriv: &wgpu::Buffer, source: &wgpu::Buffer, out: &wgpu::Buffer) {
         let device = &ctx.device;
         let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM });
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
@@ -275,6 +277,8 @@ impl GpuRtrl {
                 wgpu::BindGroupEntry { binding: 5, resource: out.as_entire_binding() },
             ],
         });
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(dims.width.div_ceil(TILE), dims.rows.div_ceil(TILE), 1);
     }
@@ -310,41 +314,34 @@ impl GpuRtrl {
         }
         queue.write_buffer(&self.de_dy, 0, bytemuck::cast_slice(&self.host_de_dy));
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&self.pipeline);
-            for (index, block) in net.blocks.iter().enumerate() {
-                let Some(tensors) = self.blocks[index].as_ref() else { continue };
-                for i in 1..graph.layers.len() {
-                    if !tensors.dependents[i] {
-                        continue;
-                    }
-                    let own = i == block.to;
-                    for (c, &(col0, width)) in tensors.chunks.iter().enumerate() {
-                        let mut terms: Vec<(&wgpu::Buffer, usize, &wgpu::Buffer)> = Vec::new();
-                        for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == i) {
-                            match cb.source {
-                                Source::Layer(k) if k > 0 && tensors.dependents[k] => terms.push((&self.weights[ci], cb.cols, &tensors.current[k][c])),
-                                Source::Previous(q) if q > 0 && tensors.dependents[q] => terms.push((&self.weights[ci], cb.cols, &tensors.previous[q][c])),
-                                _ => {}
-                            }
-                        }
-                        let base = SensitivityDims { rows: graph.layers[i] as u32, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own: own as u32, accumulate: 0, finish: 1 };
-                        let out = &tensors.current[i][c];
-                        if terms.is_empty() {
-                            self.dispatch(ctx, &mut pass, base, &self.dummy, &self.dummy, &self.deriv[i], &self.sources[index], out);
-                        }
-                        for (t, &(a, k, b)) in terms.iter().enumerate() {
-                            let dims = SensitivityDims { k: k as u32, accumulate: (t > 0) as u32, finish: (t + 1 == terms.len()) as u32, ..base };
-                            self.dispatch(ctx, &mut pass, dims, a, b, &self.deriv[i], &self.sources[index], out);
-                        }
-                    }
+        for (index, block) in net.blocks.iter().enumerate() {
+            let Some(tensors) = self.blocks[index].as_ref() else { continue };
+            for i in 1..graph.layers.len() {
+                if !tensors.dependents[i] {
+                    continue;
                 }
-                if tensors.dependents[out_layer] {
-                    for (c, &(_, width)) in tensors.chunks.iter().enumerate() {
-                        let dims = SensitivityDims { rows: 1, k: graph.layers[out_layer] as u32, width: width as u32, block_cols: 1, col0: 0, own: 0, accumulate: 0, finish: 1 };
-                        self.dispatch(ctx, &mut pass, dims, &self.de_dy, &tensors.current[out_layer][c], &self.ones, &self.dummy, &tensors.gradient[c]);
+                let rows = graph.layers[i] as u32;
+                for (c, &(col0, width)) in tensors.chunks.iter().enumerate() {
+                    let out = &tensors.current[i][c];
+                    let mut terms = 0;
+                    for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == i) {
+                        let b = match cb.source {
+                            Source::Layer(k) if k > 0 && tensors.dependents[k] => &tensors.current[k][c],
+                            Source::Previous(q) if q > 0 && tensors.dependents[q] => &tensors.previous[q][c],
+                            _ => continue,
+                        };
+                        let op = super::gemm::GemmOp::new(rows, cb.cols as u32, width as u32, &self.weights[ci], b, out);
+                        self.gemm.record(ctx, &mut encoder, &if terms > 0 { op.accumulate() } else { op })?;
+                        terms += 1;
                     }
+                    let dims = SensitivityDims { rows, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own: (i == block.to) as u32, accumulate: (terms > 0) as u32, finish: 1 };
+                    self.dispatch(ctx, &mut encoder, dims, &self.dummy, &self.dummy, &self.deriv[i], &self.sources[index], out);
+                }
+            }
+            if tensors.dependents[out_layer] {
+                for (c, &(_, width)) in tensors.chunks.iter().enumerate() {
+                    let op = super::gemm::GemmOp::new(1, graph.layers[out_layer] as u32, width as u32, &self.de_dy, &tensors.current[out_layer][c], &tensors.gradient[c]);
+                    self.gemm.record(ctx, &mut encoder, &op)?;
                 }
             }
         }
