@@ -12,9 +12,10 @@
 // cover lists (CSR) hold, per visible unit, q * width + offset of the patches covering it in
 // ascending q, so the gather has one writer per output and no atomics.
 //
-// up and down_products are 16 x 16 tiled products, one workgroup per (16 output columns, 16
-// cases, position): grid (ceil(units or width / 16), ceil(cases / 16), positions). up gathers
-// its A tile straight from the image (no im2col buffer). gather: workgroups of 64 along the
+// up and down_products are tiled products, one workgroup of 16 x 16 per (64 output columns, 64
+// cases, position), 4 x 4 outputs per invocation: grid (ceil(units or width / 64),
+// ceil(cases / 64), positions). up gathers its A tile straight from the image (no im2col
+// buffer). gather: workgroups of 64 along the
 // visible units, grid (ceil(n_visible / 64), cases). `sigmoid` is common.wgsl's; `LocalDims`,
 // `dims`, `bank_of` and `pixel_of` come from local_rbm_geometry.wgsl, prepended by the host.
 
@@ -25,72 +26,117 @@
 @group(0) @binding(5) var<storage, read> cover_starts: array<u32>;
 @group(0) @binding(6) var<storage, read> cover_entries: array<u32>;
 
-var<workgroup> tile_a: array<array<f32, 16>, 16>;
-var<workgroup> tile_b: array<array<f32, 16>, 16>;
+// A 64 x 64 block of the output per workgroup, 4 x 4 per invocation (rows ly + 16 i, columns
+// lx + 16 j, so each step's workgroup-memory reads are consecutive across lx), k in steps of 16.
+const BLOCK: u32 = 64u;
+const STEP: u32 = 16u;
+var<workgroup> block_a: array<f32, 1024>;
+var<workgroup> block_b: array<f32, 1024>;
+
+// acc[i] += a[i] * b for the step's 16 k, from block_a (k-major, 64 rows) and block_b (k-major,
+// 64 columns).
+fn multiply_step(lx: u32, ly: u32, acc: ptr<function, array<vec4<f32>, 4>>) {
+    for (var k = 0u; k < STEP; k = k + 1u) {
+        let a = vec4<f32>(block_a[k * BLOCK + ly], block_a[k * BLOCK + ly + 16u], block_a[k * BLOCK + ly + 32u], block_a[k * BLOCK + ly + 48u]);
+        let b = vec4<f32>(block_b[k * BLOCK + lx], block_b[k * BLOCK + lx + 16u], block_b[k * BLOCK + lx + 32u], block_b[k * BLOCK + lx + 48u]);
+        (*acc)[0] = (*acc)[0] + a.x * b;
+        (*acc)[1] = (*acc)[1] + a.y * b;
+        (*acc)[2] = (*acc)[2] + a.z * b;
+        (*acc)[3] = (*acc)[3] + a.w * b;
+    }
+}
 
 @compute @workgroup_size(16, 16)
 fn up(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let q = wg.z;
-    let j = wg.x * TILE + lid.x;
-    let r = wg.y * TILE + lid.y;
+    let r0 = wg.y * BLOCK;
+    let j0 = wg.x * BLOCK;
+    let t = lid.y * 16u + lid.x;
     let n_visible = dims.rows * dims.cols * dims.channels;
     let w_base = bank_of(q) * dims.width * dims.units;
-    let steps = (dims.width + TILE - 1u) / TILE;
-    var acc = 0.0;
+    let steps = (dims.width + STEP - 1u) / STEP;
+    var acc: array<vec4<f32>, 4>;
     for (var s = 0u; s < steps; s = s + 1u) {
-        let ka = s * TILE + lid.x;
-        var a = 0.0;
-        if (r < dims.cases && ka < dims.width) {
-            a = input[r * n_visible + pixel_of(q, ka)];
+        for (var u = 0u; u < 4u; u = u + 1u) {
+            let e = t + 256u * u;
+            // A: row m, k along the patch (a patch row's pixels are contiguous in the image).
+            let m = e / STEP;
+            let ka = e % STEP;
+            let r = r0 + m;
+            let k = s * STEP + ka;
+            var a = 0.0;
+            if (r < dims.cases && k < dims.width) {
+                a = input[r * n_visible + pixel_of(q, k)];
+            }
+            block_a[ka * BLOCK + m] = a;
+            // B: row kb of the bank, 64 consecutive units.
+            let kb = e / BLOCK;
+            let n = e % BLOCK;
+            let kk = s * STEP + kb;
+            var b = 0.0;
+            if (kk < dims.width && j0 + n < dims.units) {
+                b = weights[w_base + kk * dims.units + j0 + n];
+            }
+            block_b[kb * BLOCK + n] = b;
         }
-        tile_a[lid.y][lid.x] = a;
-        let kb = s * TILE + lid.y;
-        var b = 0.0;
-        if (kb < dims.width && j < dims.units) {
-            b = weights[w_base + kb * dims.units + j];
-        }
-        tile_b[lid.y][lid.x] = b;
         workgroupBarrier();
-        for (var k = 0u; k < TILE; k = k + 1u) {
-            acc = acc + tile_a[lid.y][k] * tile_b[k][lid.x];
-        }
+        multiply_step(lid.x, lid.y, &acc);
         workgroupBarrier();
     }
-    if (r < dims.cases && j < dims.units) {
-        output[(r * dims.positions + q) * dims.units + j] = sigmoid(acc + bias[bank_of(q) * dims.units + j]);
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let r = r0 + lid.y + 16u * i;
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let j = j0 + lid.x + 16u * c;
+            if (r < dims.cases && j < dims.units) {
+                output[(r * dims.positions + q) * dims.units + j] = sigmoid(acc[i][c] + bias[bank_of(q) * dims.units + j]);
+            }
+        }
     }
 }
 
 @compute @workgroup_size(16, 16)
 fn down_products(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let q = wg.z;
-    let i = wg.x * TILE + lid.x;
-    let r = wg.y * TILE + lid.y;
+    let r0 = wg.y * BLOCK;
+    let i0 = wg.x * BLOCK;
+    let t = lid.y * 16u + lid.x;
     let w_base = bank_of(q) * dims.width * dims.units;
-    let steps = (dims.units + TILE - 1u) / TILE;
-    var acc = 0.0;
+    let steps = (dims.units + STEP - 1u) / STEP;
+    var acc: array<vec4<f32>, 4>;
     for (var s = 0u; s < steps; s = s + 1u) {
-        let ka = s * TILE + lid.x;
-        var a = 0.0;
-        if (r < dims.cases && ka < dims.units) {
-            a = input[(r * dims.positions + q) * dims.units + ka];
+        for (var u = 0u; u < 4u; u = u + 1u) {
+            let e = t + 256u * u;
+            let m = e / STEP;
+            let ka = e % STEP;
+            let r = r0 + m;
+            let k = s * STEP + ka;
+            var a = 0.0;
+            if (r < dims.cases && k < dims.units) {
+                a = input[(r * dims.positions + q) * dims.units + k];
+            }
+            block_a[ka * BLOCK + m] = a;
+            // Wᵀ[k, n] = W[n, k]: consecutive invocations read consecutive units of row n.
+            let n = e / STEP;
+            let kb = e % STEP;
+            let kk = s * STEP + kb;
+            var b = 0.0;
+            if (kk < dims.units && i0 + n < dims.width) {
+                b = weights[w_base + (i0 + n) * dims.units + kk];
+            }
+            block_b[kb * BLOCK + n] = b;
         }
-        tile_a[lid.y][lid.x] = a;
-        let kb = s * TILE + lid.y;
-        // Row kb of Wᵀ is column kb of W; thread (lid.x, lid.y) reads W[i, kb].
-        var b = 0.0;
-        if (kb < dims.units && i < dims.width) {
-            b = weights[w_base + i * dims.units + kb];
-        }
-        tile_b[lid.y][lid.x] = b;
         workgroupBarrier();
-        for (var k = 0u; k < TILE; k = k + 1u) {
-            acc = acc + tile_a[lid.y][k] * tile_b[k][lid.x];
-        }
+        multiply_step(lid.x, lid.y, &acc);
         workgroupBarrier();
     }
-    if (r < dims.cases && i < dims.width) {
-        output[(r * dims.positions + q) * dims.width + i] = acc;
+    for (var i = 0u; i < 4u; i = i + 1u) {
+        let r = r0 + lid.y + 16u * i;
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let col = i0 + lid.x + 16u * c;
+            if (r < dims.cases && col < dims.width) {
+                output[(r * dims.positions + q) * dims.width + col] = acc[i][c];
+            }
+        }
     }
 }
 

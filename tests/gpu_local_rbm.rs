@@ -2,7 +2,7 @@
 //! shaders/local_rbm.wgsl on native wgpu (Mesa lavapipe in CI) against the CPU reference
 //! (src/local_rbm/passes.rs): the up pass, and the down pass (per-position products, then the
 //! gather over the cover lists), for untied and tied layers, 1–3 channels, Gaussian and binary
-//! visible units, with batches that are not multiples of the 16-wide tiles.
+//! visible units, with batches and layers that are not multiples of the 64-wide blocks.
 
 mod support;
 
@@ -34,11 +34,12 @@ fn device_passes_match_the_cpu_reference() {
         (Geometry::new(9, 7, 2, 3, 2, 20, false).unwrap(), VisibleUnits::Bernoulli),
         (Geometry::new(8, 8, 3, 4, 4, 3, false).unwrap(), VisibleUnits::Gaussian),
         (Geometry::new(7, 9, 1, 3, 1, 6, true).unwrap(), VisibleUnits::Bernoulli),
-        (Geometry::new(32, 32, 1, 24, 8, 19, false).unwrap(), VisibleUnits::Gaussian),
+        // Past one 64 × 64 block in every direction: 70 units, 70 cases, 576 inputs.
+        (Geometry::new(32, 32, 1, 24, 8, 70, false).unwrap(), VisibleUnits::Gaussian),
     ];
     for (k, (g, units)) in geometries.into_iter().enumerate() {
         let layer = random_layer(g, units, 5 + k as u64);
-        let cases = 19;
+        let cases = if k == 4 { 70 } else { 19 };
         let s = RngStream::new(k as u64, 1, Purpose::DataSample);
         let visible: Vec<f32> = (0..(cases * g.n_visible()) as u64).map(|i| s.uniform(i)).collect();
         let mut buffers = PassBuffers::default();

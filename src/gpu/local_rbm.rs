@@ -15,7 +15,8 @@ use crate::model::VisibleUnits;
 const GEOMETRY: &str = include_str!("../../shaders/local_rbm_geometry.wgsl");
 const SHADER: &str = include_str!("../../shaders/local_rbm.wgsl");
 const TRAIN_SHADER: &str = include_str!("../../shaders/local_rbm_train.wgsl");
-const TILE: u32 = 16;
+/// Outputs per workgroup side of the passes' products (local_rbm.wgsl's BLOCK).
+const BLOCK: u32 = 64;
 const GATHER_WIDTH: u32 = 64;
 
 /// `struct LocalDims` of local_rbm.wgsl (tests/gpu_uniform_layout.rs compares the two).
@@ -118,7 +119,7 @@ pub async fn hidden_probabilities(ctx: &GpuContext, layer: &LocalRbm, visible: &
     let d = dims(layer, cases);
     let (weights, bias, input) = (upload(ctx, "local_weights", &layer.weights), upload(ctx, "local_hidden_bias", &layer.hidden_bias), upload(ctx, "local_visible", visible));
     let output = zeros_f32(ctx, "local_hidden", cases * g.n_hidden());
-    let groups = ((g.hidden_per_patch as u32).div_ceil(TILE), (cases as u32).div_ceil(TILE), g.positions() as u32);
+    let groups = ((g.hidden_per_patch as u32).div_ceil(BLOCK), (cases as u32).div_ceil(BLOCK), g.positions() as u32);
     dispatch(ctx, "up", &d, &[(1, &weights), (2, &bias), (3, &input), (4, &output)], groups);
     read_back(ctx, &output, 0, cases * g.n_hidden()).await
 }
@@ -132,7 +133,7 @@ pub async fn visible_expectations(ctx: &GpuContext, layer: &LocalRbm, cover: &Co
     let weights = upload(ctx, "local_weights", &layer.weights);
     let input = upload(ctx, "local_hidden", hidden);
     let products = zeros_f32(ctx, "local_products", cases * g.positions() * g.patch_inputs());
-    let groups = ((g.patch_inputs() as u32).div_ceil(TILE), (cases as u32).div_ceil(TILE), g.positions() as u32);
+    let groups = ((g.patch_inputs() as u32).div_ceil(BLOCK), (cases as u32).div_ceil(BLOCK), g.positions() as u32);
     dispatch(ctx, "down_products", &d, &[(1, &weights), (3, &input), (4, &products)], groups);
     let (visible_bias, starts, entries) = (upload(ctx, "local_visible_bias", &layer.visible_bias), upload(ctx, "cover_starts", &cover.starts), upload(ctx, "cover_entries", &cover.entries));
     let output = zeros_f32(ctx, "local_visible", cases * g.n_visible());

@@ -15,6 +15,8 @@ use super::{GpuContext, GpuError};
 use crate::local_rbm::{CoverLists, LocalCdSettings, LocalRbm};
 
 const TILE: u32 = 16;
+/// Outputs per workgroup side of the passes' products (local_rbm.wgsl's BLOCK).
+const BLOCK: u32 = 64;
 const MAX_GROUPS: u32 = 65_535;
 
 struct Pipelines {
@@ -156,11 +158,11 @@ impl GpuLocalTrainer {
         let (units, width, positions) = (g.hidden_per_patch as u32, g.patch_inputs() as u32, g.positions() as u32);
         let sample_groups = (count as u32).div_ceil(256);
         let steps: Vec<(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> = vec![
-            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, batch), (4, &self.hidden0)]), (units.div_ceil(TILE), cases.div_ceil(TILE), positions)),
+            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, batch), (4, &self.hidden0)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
             (&p.sample_hidden, self.bind(ctx, &p.sample_hidden, &[(1, &self.params), (6, &self.hidden0), (8, &self.samples)]), (sample_groups.min(MAX_GROUPS), sample_groups.div_ceil(MAX_GROUPS), 1)),
-            (&p.down_products, self.bind(ctx, &p.down_products, &[(1, &self.weights), (3, &self.samples), (4, &self.products)]), (width.div_ceil(TILE), cases.div_ceil(TILE), positions)),
+            (&p.down_products, self.bind(ctx, &p.down_products, &[(1, &self.weights), (3, &self.samples), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
             (&p.gather, self.bind(ctx, &p.gather, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &self.cover_starts), (6, &self.cover_entries)]), ((g.n_visible() as u32).div_ceil(64), cases, 1)),
-            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, &self.visible1), (4, &self.hidden1)]), (units.div_ceil(TILE), cases.div_ceil(TILE), positions)),
+            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, &self.visible1), (4, &self.hidden1)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
             (
                 &p.weight_update,
                 self.bind(ctx, &p.weight_update, &[(1, &self.params), (2, &self.weights), (3, &self.velocity), (4, batch), (5, &self.visible1), (6, &self.hidden0), (7, &self.hidden1)]),
