@@ -435,8 +435,13 @@ fn train_command_runs_a_step_rule_in_the_supervised_stage() {
     // output 0.5, criterion Σ(0.5 − t)² / 2 per case = 10 · 0.25 / 2.
     assert!(close(supervised["initial_criterion"].as_f64().unwrap(), 1.25, 1e-9), "{supervised}");
     assert!(supervised["final_criterion"].as_f64().unwrap() < 0.6, "{supervised}");
+    let stages = &supervised["stage_seconds"];
+    for stage in ["forward", "error", "gradient", "update"] {
+        assert!(stages[stage].as_f64().is_some_and(|s| s >= 0.0), "{supervised}");
+    }
+    assert!(supervised["rollbacks"].as_u64().is_some(), "{supervised}");
     let log = std::fs::read_to_string(out.join("DEEP.LOG")).unwrap();
-    assert!(log.contains("adaptive_step") && log.contains("logistic"), "{log}");
+    assert!(log.contains("adaptive_step") && log.contains("logistic") && log.contains("supervised stage seconds"), "{log}");
     let mut bad = small_train_args(images, out_s);
     bad.extend(["--train-labels", labels, "--optimizer", "adaptive", "--step-up", "NaN"]);
     let message = run_fails(&bad);

@@ -31,6 +31,12 @@ pub struct OptimiseReport {
     pub best_epoch: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_out_score: Option<f64>,
+    /// Step rules (Toman's and FANN's): seconds in Toman's four stages, and the epochs that
+    /// rolled back, backtracked or rejected a step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_seconds: Option<super::criterion::StageSeconds>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollbacks: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -109,6 +115,7 @@ pub fn optimise(
         return Err(SupervisedError::NonFinite { stage, iteration: 0 });
     }
     let mut best = None;
+    let mut step_rule_figures = None;
     let (iterations, stop, final_criterion) = match method {
         Method::ConjugateGradient { max_iterations, tolerance } => {
             let settings = CgSettings { max_iterations, tolerance, ..CgSettings::default() };
@@ -137,6 +144,7 @@ pub fn optimise(
         Method::StepRule(settings) => {
             let mut report = |record: &super::full_batch::EpochRecord, _: &Network| on_iteration(record.epoch, record.criterion);
             let outcome = train_full_batch(backend, net, cases, penalty, settings, None, stage, &mut report)?;
+            step_rule_figures = Some((outcome.times, outcome.rollbacks));
             (outcome.epochs, outcome.stop, outcome.criterion)
         }
     };
@@ -151,6 +159,8 @@ pub fn optimise(
         seconds: crate::clock::now_seconds() - start,
         best_epoch: best.map(|(epoch, _)| epoch),
         held_out_score: best.map(|(_, score)| score),
+        stage_seconds: step_rule_figures.map(|(times, _)| times),
+        rollbacks: step_rule_figures.map(|(_, rollbacks)| rollbacks),
     })
 }
 

@@ -104,13 +104,21 @@ fn reconstruction_errors(backend: &dyn Backend, model: &SavedDbn, data: &Trainin
 }
 
 fn report_entries(prefix: &str, report: &OptimiseReport) -> Vec<(String, String)> {
-    vec![
+    let mut entries = vec![
         (format!("{prefix} iterations"), report.iterations.to_string()),
         (format!("{prefix} stop"), format!("{:?}", report.stop)),
         (format!("{prefix} initial criterion"), format!("{:.6}", report.initial_criterion)),
         (format!("{prefix} final criterion"), format!("{:.6}", report.final_criterion)),
         (format!("{prefix} seconds"), format!("{:.1}", report.seconds)),
-    ]
+    ];
+    // Toman's and FANN's rules: the seconds of his four stages (docs/TOMAN.md).
+    if let Some(t) = &report.stage_seconds {
+        entries.push((format!("{prefix} stage seconds"), format!("output {:.3}, error {:.3}, gradient {:.3}, update {:.3}", t.forward, t.error, t.gradient, t.update)));
+    }
+    if let Some(rollbacks) = report.rollbacks {
+        entries.push((format!("{prefix} rollbacks"), rollbacks.to_string()));
+    }
+    entries
 }
 
 impl SupervisedRun {
