@@ -12,8 +12,9 @@
 //                         v = momentum v + rate g; c += v + sparsity_penalty (target - qbar)
 //
 // Layouts as local_rbm.wgsl (LocalDims, bank_of, pixel_of from local_rbm_geometry.wgsl).
-// weight_update: 16 x 16 tiles of one bank's width x units matrix, grid (ceil(units / 16),
-// ceil(width / 16), banks), each invocation the only writer of its weight. sample_hidden:
+// weight_update: 64 x 64 blocks of one bank's width x units matrix per 16 x 16 workgroup, 4 x 4
+// weights per invocation, grid (ceil(units / 64), ceil(width / 64), banks), each invocation the
+// only writer of its weights. sample_hidden:
 // workgroups of 256 on a 2-D grid (x fastest, 65,535 wide). The bias updates: workgroups of 64,
 // one invocation per bias.
 
@@ -41,10 +42,14 @@ struct TrainParams {
 @group(0) @binding(7) var<storage, read> hidden1: array<f32>;
 @group(0) @binding(8) var<storage, read_write> samples: array<f32>;
 
-var<workgroup> tile_a0: array<array<f32, 16>, 16>;
-var<workgroup> tile_b0: array<array<f32, 16>, 16>;
-var<workgroup> tile_a1: array<array<f32, 16>, 16>;
-var<workgroup> tile_b1: array<array<f32, 16>, 16>;
+// weight_update's blocks: data (0) and reconstruction (1) operands, k-major, 64 wide
+// (4 x 4 KiB: WebGPU's default 16 KiB of workgroup memory exactly).
+const BLOCK: u32 = 64u;
+const STEP: u32 = 16u;
+var<workgroup> block_a0: array<f32, 1024>;
+var<workgroup> block_b0: array<f32, 1024>;
+var<workgroup> block_a1: array<f32, 1024>;
+var<workgroup> block_b1: array<f32, 1024>;
 
 const HIDDEN_SAMPLE: u32 = 1u;
 
@@ -66,54 +71,75 @@ fn per_bank() -> u32 {
 @compute @workgroup_size(16, 16)
 fn weight_update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
     let bank = wg.z;
-    let j = wg.x * TILE + lid.x;
-    let i0 = wg.y * TILE;
+    let j0 = wg.x * BLOCK;
+    let i0 = wg.y * BLOCK;
+    let t = lid.y * 16u + lid.x;
     let n_visible = dims.rows * dims.cols * dims.channels;
     let spread = per_bank();
     let depth = dims.cases * spread;
-    let steps = (depth + TILE - 1u) / TILE;
-    var acc0 = 0.0;
-    var acc1 = 0.0;
+    let steps = (depth + STEP - 1u) / STEP;
+    var acc0: array<vec4<f32>, 4>;
+    var acc1: array<vec4<f32>, 4>;
     for (var s = 0u; s < steps; s = s + 1u) {
-        // A tiles: element (i0 + ly, k0 + lx) of Xᵀ; B tiles: element (k0 + ly, j) of H.
-        let ka = s * TILE + lid.x;
-        let ia = i0 + lid.y;
-        var a0 = 0.0;
-        var a1 = 0.0;
-        if (ka < depth && ia < dims.width) {
-            let q = select(bank, ka % spread, dims.tied != 0u);
-            let at = (ka / spread) * n_visible + pixel_of(q, ia);
-            a0 = visible0[at];
-            a1 = visible1[at];
+        for (var u = 0u; u < 4u; u = u + 1u) {
+            let e = t + 256u * u;
+            // Xᵀ[i, k]: 64 consecutive patch inputs of case-position k (contiguous runs of pixels).
+            let kb = e / BLOCK;
+            let m = e % BLOCK;
+            let k = s * STEP + kb;
+            var a0 = 0.0;
+            var a1 = 0.0;
+            if (k < depth && i0 + m < dims.width) {
+                let q = select(bank, k % spread, dims.tied != 0u);
+                let at = (k / spread) * n_visible + pixel_of(q, i0 + m);
+                a0 = visible0[at];
+                a1 = visible1[at];
+            }
+            block_a0[kb * BLOCK + m] = a0;
+            block_a1[kb * BLOCK + m] = a1;
+            // H[k, j]: 64 consecutive units.
+            var b0 = 0.0;
+            var b1 = 0.0;
+            if (k < depth && j0 + m < dims.units) {
+                let q = select(bank, k % spread, dims.tied != 0u);
+                let at = ((k / spread) * dims.positions + q) * dims.units + j0 + m;
+                b0 = hidden0[at];
+                b1 = hidden1[at];
+            }
+            block_b0[kb * BLOCK + m] = b0;
+            block_b1[kb * BLOCK + m] = b1;
         }
-        tile_a0[lid.y][lid.x] = a0;
-        tile_a1[lid.y][lid.x] = a1;
-        let kb = s * TILE + lid.y;
-        var b0 = 0.0;
-        var b1 = 0.0;
-        if (kb < depth && j < dims.units) {
-            let q = select(bank, kb % spread, dims.tied != 0u);
-            let at = ((kb / spread) * dims.positions + q) * dims.units + j;
-            b0 = hidden0[at];
-            b1 = hidden1[at];
-        }
-        tile_b0[lid.y][lid.x] = b0;
-        tile_b1[lid.y][lid.x] = b1;
         workgroupBarrier();
-        for (var k = 0u; k < TILE; k = k + 1u) {
-            acc0 = acc0 + tile_a0[lid.y][k] * tile_b0[k][lid.x];
-            acc1 = acc1 + tile_a1[lid.y][k] * tile_b1[k][lid.x];
+        for (var k = 0u; k < STEP; k = k + 1u) {
+            let o = k * BLOCK;
+            let a0 = vec4<f32>(block_a0[o + lid.y], block_a0[o + lid.y + 16u], block_a0[o + lid.y + 32u], block_a0[o + lid.y + 48u]);
+            let b0 = vec4<f32>(block_b0[o + lid.x], block_b0[o + lid.x + 16u], block_b0[o + lid.x + 32u], block_b0[o + lid.x + 48u]);
+            let a1 = vec4<f32>(block_a1[o + lid.y], block_a1[o + lid.y + 16u], block_a1[o + lid.y + 32u], block_a1[o + lid.y + 48u]);
+            let b1 = vec4<f32>(block_b1[o + lid.x], block_b1[o + lid.x + 16u], block_b1[o + lid.x + 32u], block_b1[o + lid.x + 48u]);
+            acc0[0] = acc0[0] + a0.x * b0;
+            acc0[1] = acc0[1] + a0.y * b0;
+            acc0[2] = acc0[2] + a0.z * b0;
+            acc0[3] = acc0[3] + a0.w * b0;
+            acc1[0] = acc1[0] + a1.x * b1;
+            acc1[1] = acc1[1] + a1.y * b1;
+            acc1[2] = acc1[2] + a1.z * b1;
+            acc1[3] = acc1[3] + a1.w * b1;
         }
         workgroupBarrier();
     }
-    let i = i0 + lid.y;
-    if (i < dims.width && j < dims.units) {
-        let at = (bank * dims.width + i) * dims.units + j;
-        let g = (acc0 - acc1) / f32(dims.cases) * params.tied_scale;
-        let w = weights[at];
-        let v = params.momentum * velocity[at] + params.learning_rate * (g - params.weight_penalty * w);
-        velocity[at] = v;
-        weights[at] = w + v;
+    for (var r = 0u; r < 4u; r = r + 1u) {
+        let i = i0 + lid.y + 16u * r;
+        for (var c = 0u; c < 4u; c = c + 1u) {
+            let j = j0 + lid.x + 16u * c;
+            if (i < dims.width && j < dims.units) {
+                let at = (bank * dims.width + i) * dims.units + j;
+                let g = (acc0[r][c] - acc1[r][c]) / f32(dims.cases) * params.tied_scale;
+                let w = weights[at];
+                let v = params.momentum * velocity[at] + params.learning_rate * (g - params.weight_penalty * w);
+                velocity[at] = v;
+                weights[at] = w + v;
+            }
+        }
     }
 }
 

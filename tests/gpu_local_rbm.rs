@@ -68,6 +68,8 @@ fn device_cd1_batches_match_the_cpu_trainer() {
     for (k, (g, units)) in [
         (Geometry::new(12, 12, 1, 6, 3, 7, false).unwrap(), VisibleUnits::Gaussian),
         (Geometry::new(9, 9, 2, 3, 1, 5, true).unwrap(), VisibleUnits::Bernoulli),
+        // The weight update past one 64 × 64 block both ways: 144 inputs × 70 units per bank.
+        (Geometry::new(16, 16, 1, 12, 4, 70, false).unwrap(), VisibleUnits::Gaussian),
     ]
     .into_iter()
     .enumerate()

@@ -14,8 +14,7 @@ use super::shader::{module, Checks};
 use super::{GpuContext, GpuError};
 use crate::local_rbm::{CoverLists, LocalCdSettings, LocalRbm};
 
-const TILE: u32 = 16;
-/// Outputs per workgroup side of the passes' products (local_rbm.wgsl's BLOCK).
+/// Outputs per workgroup side of the products (local_rbm.wgsl's and local_rbm_train.wgsl's BLOCK).
 const BLOCK: u32 = 64;
 const MAX_GROUPS: u32 = 65_535;
 
@@ -166,7 +165,7 @@ impl GpuLocalTrainer {
             (
                 &p.weight_update,
                 self.bind(ctx, &p.weight_update, &[(1, &self.params), (2, &self.weights), (3, &self.velocity), (4, batch), (5, &self.visible1), (6, &self.hidden0), (7, &self.hidden1)]),
-                (units.div_ceil(TILE), width.div_ceil(TILE), g.banks() as u32),
+                (units.div_ceil(BLOCK), width.div_ceil(BLOCK), g.banks() as u32),
             ),
             (&p.visible_bias_update, self.bind(ctx, &p.visible_bias_update, &[(1, &self.params), (2, &self.visible_bias), (3, &self.visible_velocity), (4, batch), (5, &self.visible1)]), ((g.n_visible() as u32).div_ceil(64), 1, 1)),
             (
