@@ -17,6 +17,7 @@
 //! rounds edge tiles differently from full ones (chunking by `current_num_threads()` gave
 //! different weights on 1 and 2 threads).
 
+use super::strided::{sgemm, Strided};
 use super::{Activation, Backend, Weights};
 use crate::rng::{philox4x32_10, RngStream};
 use rayon::prelude::*;
@@ -30,31 +31,6 @@ const TILE_COLS: usize = 64;
 const TILE_ROWS: usize = 512;
 /// Elements per Bernoulli task.
 const BERNOULLI_BLOCK: usize = 4096;
-
-/// A matrix operand: base pointer and strides (in elements) of element (row, col).
-#[derive(Clone, Copy)]
-struct Operand {
-    ptr: *const f32,
-    row_stride: usize,
-    col_stride: usize,
-}
-
-impl Operand {
-    /// `data` viewed as `rows × cols`, row-major.
-    fn rows(data: &[f32], cols: usize) -> Self {
-        Operand { ptr: data.as_ptr(), row_stride: cols, col_stride: 1 }
-    }
-
-    /// The transpose of `data` viewed as `rows × cols` row-major, i.e. a `cols × rows` matrix.
-    fn transposed(data: &[f32], cols: usize) -> Self {
-        Operand { ptr: data.as_ptr(), row_stride: 1, col_stride: cols }
-    }
-
-    /// The sub-matrix starting at (row, col).
-    fn at(self, row: usize, col: usize) -> Self {
-        Operand { ptr: self.ptr.wrapping_add(row * self.row_stride + col * self.col_stride), ..self }
-    }
-}
 
 /// The output matrix, shared by the tasks that write disjoint tiles of it.
 #[derive(Clone, Copy)]
@@ -70,38 +46,9 @@ impl Output {
     }
 }
 
-// SAFETY: the operands are only read; the tasks write disjoint tiles of the output.
-unsafe impl Send for Operand {}
-unsafe impl Sync for Operand {}
+// SAFETY: the tasks write disjoint tiles of the output.
 unsafe impl Send for Output {}
 unsafe impl Sync for Output {}
-
-/// `c (m×n, row stride ldc) = beta·c + alpha·a·b` with `a` m×k and `b` k×n, on this thread.
-/// With `beta` 0, `c` is only written (it may hold anything before).
-///
-/// # Safety
-/// The operands must describe valid memory for the given shapes.
-#[allow(clippy::too_many_arguments)]
-unsafe fn sgemm(m: usize, k: usize, n: usize, alpha: f32, a: Operand, b: Operand, beta: f32, c: *mut f32, ldc: usize) {
-    let s = |x: usize| x as isize;
-    #[cfg(not(target_arch = "wasm32"))]
-    gemm::gemm(
-        m, n, k,
-        c, 1, s(ldc), beta != 0.0,
-        a.ptr, s(a.col_stride), s(a.row_stride),
-        b.ptr, s(b.col_stride), s(b.row_stride),
-        beta, alpha, // gemm's (alpha, beta) scale (dst, product)
-        false, false, false,
-        gemm::Parallelism::None,
-    );
-    #[cfg(target_arch = "wasm32")]
-    matrixmultiply::sgemm(
-        m, k, n, alpha,
-        a.ptr, s(a.row_stride), s(a.col_stride),
-        b.ptr, s(b.row_stride), s(b.col_stride),
-        beta, c, s(ldc), 1,
-    );
-}
 
 /// `(start, len)` of the blocks that cut `len` into pieces of at most `max` (a multiple of 16).
 fn blocks(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
@@ -116,8 +63,8 @@ fn blocks(len: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
 fn tiled_product(
     (m, k, n): (usize, usize, usize),
     alpha: f32,
-    a: Operand,
-    b: Operand,
+    a: Strided,
+    b: Strided,
     beta: f32,
     out: &mut [f32],
     epilogue: impl Fn(usize, &mut [f32]) + Sync,
@@ -190,7 +137,7 @@ impl Backend for CpuBackend {
         let (nv, nh) = (w.n_visible, w.n_hidden);
         let rows = visible.len() / nv;
         assert!(visible.len() == rows * nv && hidden.len() == rows * nh && hidden_bias.len() == nh && w.values.len() == nv * nh);
-        let (v, w_) = (Operand::rows(visible, nv), Operand::rows(w.values, nh));
+        let (v, w_) = (Strided::rows(visible, 0, nv), Strided::rows(w.values, 0, nh));
         tiled_product((rows, nv, nh), 1.0, v, w_, 0.0, hidden, bias_activation(hidden_bias, activation));
     }
 
@@ -199,7 +146,7 @@ impl Backend for CpuBackend {
         let rows = hidden.len() / nh;
         assert!(hidden.len() == rows * nh && visible.len() == rows * nv && visible_bias.len() == nv && w.values.len() == nv * nh);
         // Wᵀ through strides: element (j, i) of Wᵀ is W[i * nh + j].
-        let (h, wt) = (Operand::rows(hidden, nh), Operand::transposed(w.values, nh));
+        let (h, wt) = (Strided::rows(hidden, 0, nh), Strided::transposed(w.values, 0, nh));
         tiled_product((rows, nh, nv), 1.0, h, wt, 0.0, visible, bias_activation(visible_bias, activation));
     }
 
@@ -207,7 +154,7 @@ impl Backend for CpuBackend {
         let rows = visible.len() / nv;
         assert!(visible.len() == rows * nv && hidden.len() == rows * nh && gradient.len() == nv * nh);
         // Visibleᵀ through strides: row i of the product reads column i of `visible`.
-        let (vt, h) = (Operand::transposed(visible, nv), Operand::rows(hidden, nh));
+        let (vt, h) = (Strided::transposed(visible, 0, nv), Strided::rows(hidden, 0, nh));
         tiled_product((nv, rows, nh), scale, vt, h, 1.0, gradient, |_, _| {});
     }
 

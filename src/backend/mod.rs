@@ -8,6 +8,7 @@
 //! The engine (`train/`, `sample/`) calls only this trait, never threads or GPU details.
 
 pub mod cpu;
+pub(crate) mod strided;
 
 use crate::rng::RngStream;
 

@@ -9,7 +9,6 @@
 //! - `stack`: layer specifications, stacking over feature maps, dense layers above.
 
 pub mod bench;
-pub(crate) mod gemm;
 pub mod crops;
 pub mod filters;
 pub mod geometry;

@@ -10,7 +10,7 @@
 //! it (`CoverLists`, ascending position order) and adds its bias: one writer per output, no
 //! atomics, no scatter. `scatter_reconstruction` is the scatter formulation, kept for tests.
 
-use super::gemm::{sgemm, OutPtr, Strided};
+use crate::backend::strided::{sgemm, OutPtr, Strided};
 use super::geometry::{CoverLists, Geometry};
 use super::model::LocalRbm;
 use crate::backend::Activation;

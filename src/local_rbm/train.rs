@@ -127,7 +127,7 @@ pub fn sample_bernoulli(probabilities: &[f32], stream: RngStream, first: u64, sa
 
 /// `gradient_bank(p) += scale · X_pᵀ H_p` over the chunk's rows.
 fn accumulate_patch_outer(model: &LocalRbm, patches: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]) {
-    use super::gemm::{sgemm, OutPtr, Strided};
+    use crate::backend::strided::{sgemm, OutPtr, Strided};
     let g = &model.geometry;
     let (width, units, positions) = (g.patch_inputs(), g.hidden_per_patch, g.positions());
     let rows = patches.len() / (positions * width);

@@ -8,6 +8,7 @@
 //! over rayon. The tiling depends only on the shapes, so results do not depend on the thread
 //! count.
 
+use crate::backend::strided::{sgemm, Strided};
 use rayon::prelude::*;
 
 /// Output columns per tile: a 256 × 256 × 256 tile is ~34 MFLOP, enough per task.
@@ -53,20 +54,6 @@ impl SendPtr {
     }
 }
 
-/// `c (m×n, row stride ldc) = beta·c + a·b` with `a` m×k (row stride lda) and `b` k×n (row
-/// stride ldb), on this thread.
-///
-/// # Safety
-/// The pointers must describe valid memory for the shapes and strides.
-#[allow(clippy::too_many_arguments)]
-unsafe fn sgemm(m: usize, k: usize, n: usize, a: *const f32, lda: usize, b: *const f32, ldb: usize, beta: f32, c: *mut f32, ldc: usize) {
-    let s = |x: usize| x as isize;
-    #[cfg(not(target_arch = "wasm32"))]
-    gemm::gemm(m, n, k, c, 1, s(ldc), beta != 0.0, a, 1, s(lda), b, 1, s(ldb), beta, 1.0, false, false, false, gemm::Parallelism::None);
-    #[cfg(target_arch = "wasm32")]
-    matrixmultiply::sgemm(m, k, n, 1.0, a, s(lda), 1, b, s(ldb), 1, beta, c, s(ldc), 1);
-}
-
 /// `out (m × n) = Σ terms`, then `epilogue(tile)` on every column tile (zeros when there is no
 /// term). Each term's `a` must hold `m × k` values and `b` `k × n`.
 pub fn sum_of_products(m: usize, n: usize, terms: &[Term], out: &mut [f32], epilogue: impl Fn(&mut Tile) + Sync) {
@@ -86,7 +73,10 @@ pub fn sum_of_products(m: usize, n: usize, terms: &[Term], out: &mut [f32], epil
         let mut first = true;
         for t in terms.iter().filter(|t| t.k > 0) {
             // SAFETY: sizes asserted above; the tile's columns belong to this task only.
-            unsafe { sgemm(m, t.k, width, t.a.as_ptr(), t.k, t.b.as_ptr().add(c0), n, if first { 0.0 } else { 1.0 }, base.add(c0), n) };
+            unsafe {
+                let (a, b) = (Strided { ptr: t.a.as_ptr(), row_stride: t.k, col_stride: 1 }, Strided { ptr: t.b.as_ptr().add(c0), row_stride: n, col_stride: 1 });
+                sgemm(m, t.k, width, 1.0, a, b, if first { 0.0 } else { 1.0 }, base.add(c0), n)
+            };
             first = false;
         }
         let mut view = Tile { ptr: base, n, c0, width, rows: m };

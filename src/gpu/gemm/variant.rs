@@ -261,6 +261,7 @@ pub(super) fn env_override() -> Option<EnvOverride> {
     None
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn parse_override(text: &str) -> EnvOverride {
     let mut o = EnvOverride::default();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty() && *s != "base") {

@@ -1,8 +1,8 @@
-//! One single-threaded strided product, `c = beta·c + alpha·a·b`, for the per-patch products:
-//! the `gemm` crate natively, `matrixmultiply` in wasm (the pair `backend::cpu` uses, for the
-//! same reasons). Callers spread the products over rayon, one patch position (or one block of
-//! rows) per task, so every output element has one writer and results do not depend on the
-//! thread count.
+//! One single-threaded strided product, `c = beta·c + alpha·a·b`: the `gemm` crate natively,
+//! `matrixmultiply` in wasm (the `gemm` crate's SIMD dispatch does not build for wasm32). The
+//! CPU backend's tiles, the local-patch RBM's per-position products and RTRL's tiles all call
+//! it; callers spread the products over rayon, one tile, position or row block per task, so
+//! every output element has one writer and results do not depend on the thread count.
 
 /// A matrix operand: base pointer and element strides.
 #[derive(Clone, Copy)]
@@ -25,6 +25,11 @@ impl Strided {
     /// The transpose of `data[offset..]` viewed with rows `row_stride` apart.
     pub fn transposed(data: &[f32], offset: usize, row_stride: usize) -> Strided {
         Strided { ptr: data[offset..].as_ptr(), row_stride: 1, col_stride: row_stride }
+    }
+
+    /// The sub-matrix starting at (row, col).
+    pub fn at(self, row: usize, col: usize) -> Strided {
+        Strided { ptr: self.ptr.wrapping_add(row * self.row_stride + col * self.col_stride), ..self }
     }
 }
 
