@@ -176,3 +176,73 @@ fn bench_rows_on_the_device_follow_the_cpus() {
         assert!((c.mean_error - g.mean_error).abs() <= 1e-5 * c.mean_error, "n = {}: mean E {} on the CPU, {} on the device", c.bits, c.mean_error, g.mean_error);
     }
 }
+
+/// `DeviceRtrl` (the whole step on the device, `capacity` steps per submission) and `Rtrl`
+/// trained side by side for `steps` online steps: per step the same `E` and output, then the
+/// same weights and last tensors, to f32 rounding accumulated over the steps.
+fn device_step_matches(net: Network, mode: RtrlMode, steps: u64, capacity: usize, binding: Option<u64>) {
+    use deepbelief::gpu::recurrent_step::DeviceRtrl;
+    let ctx = context();
+    let mut cpu_net = net.clone();
+    let mut cpu = Rtrl::new(&cpu_net, mode).unwrap();
+    let mut gpu = DeviceRtrl::new(&ctx, &net, mode, binding, capacity).unwrap();
+    let (ni, no) = (cpu_net.graph.layers[0], *cpu_net.graph.layers.last().unwrap());
+    let (mut inputs, mut targets) = (Vec::new(), Vec::new());
+    for t in 0..steps {
+        let s = RngStream::new(4, t, Purpose::DataSample);
+        inputs.extend((0..ni).map(|i| 1.2 * s.uniform(i as u64) - 0.6));
+        targets.extend((0..no).map(|i| 0.6 * s.uniform(100 + i as u64) - 0.3));
+    }
+    let report = pollster::block_on(gpu.train_steps(&ctx, &inputs, &targets, 0.05)).unwrap();
+    assert_eq!((report.errors.len(), report.outputs.len()), (steps as usize, steps as usize * no));
+    for t in 0..steps as usize {
+        let e_cpu = cpu.train_step(&mut cpu_net, &inputs[t * ni..(t + 1) * ni], &targets[t * no..(t + 1) * no], 0.05).error;
+        let e_gpu = report.errors[t];
+        assert!((e_cpu - e_gpu).abs() <= 1e-4 * e_cpu.max(1e-2), "step {t}: E {e_cpu} on the CPU, {e_gpu} on the device");
+        let y = &report.outputs[t * no..(t + 1) * no];
+        let worst = cpu.frame().output().iter().zip(y).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(worst <= 1e-4, "step {t}: outputs differ by {worst}");
+    }
+    let params = pollster::block_on(gpu.params(&ctx)).unwrap();
+    let scale = cpu_net.params.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let worst = cpu_net.params.iter().zip(&params).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+    assert!(worst <= 1e-4 * scale, "weights differ by {worst} (largest {scale})");
+    assert!(cpu_net.params != net.params, "the weights moved");
+    let mut compared = 0;
+    for block in 0..cpu_net.blocks.len() {
+        for layer in 1..cpu_net.graph.layers.len() {
+            let device = pollster::block_on(gpu.sensitivity(&ctx, block, layer)).unwrap();
+            assert_eq!(device.is_some(), cpu.sensitivity(block, layer).is_some(), "block {block} layer {layer}: kept on one side only");
+            if let (Some(device), Some(host)) = (device, cpu.sensitivity(block, layer)) {
+                let scale = host.iter().fold(1e-3f32, |m, v| m.max(v.abs()));
+                let worst = device.iter().zip(host).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+                assert!(worst <= 1e-3 * scale, "block {block} layer {layer}: tensors differ by {worst} (largest {scale})");
+                compared += 1;
+            }
+        }
+    }
+    if mode == RtrlMode::Full || cpu_net.graph.edges.iter().any(|e| e.kind == deepbelief::recurrent::EdgeKind::Recurrent && e.to != cpu_net.graph.output()) {
+        assert!(compared > 0);
+    }
+}
+
+#[test]
+fn device_resident_steps_follow_the_cpu() {
+    // 50 steps in submissions of 16 (the last ragged): both tensor parities, many batches.
+    device_step_matches(Network::initialise(tangled(), 3, 1.5).unwrap(), RtrlMode::Full, 50, 16, None);
+    device_step_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Shortcut, 50, 16, None);
+    device_step_matches(Network::initialise(Preset::Jordan.graph(4, 5, 2), 1, 2.0).unwrap(), RtrlMode::Shortcut, 50, 7, None);
+    // Feed-forward with the shortcut: no tensors at all, plain back-propagation on the device.
+    device_step_matches(Network::initialise(Preset::FeedForward.graph(4, 8, 2), 1, 2.0).unwrap(), RtrlMode::Shortcut, 50, 1, None);
+    // A wider Elman net (24-24-12: 64-wide workgroups loop, GEMM tiles beyond one).
+    device_step_matches(Network::initialise(Preset::Elman.graph(24, 24, 12), 1, 2.0).unwrap(), RtrlMode::Shortcut, 30, 30, None);
+}
+
+#[test]
+fn device_resident_steps_in_split_tensors() {
+    // Each tensor chunk capped at 4 × 6 × 8 bytes: P = 36 in chunks of 8 (ragged), every block
+    // of the Elman net with full RTRL, so every binding of the sensitivity update is split.
+    device_step_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Full, 30, 8, Some(4 * 6 * 8));
+    // The 24-unit Elman net in chunks of 5 columns: μ[1←1] (P = 576) in 116 chunks.
+    device_step_matches(Network::initialise(Preset::Elman.graph(24, 24, 12), 1, 2.0).unwrap(), RtrlMode::Shortcut, 12, 12, Some(4 * 24 * 5));
+}

@@ -12,7 +12,7 @@
 //!   skip `kernel_sources`.
 
 use deepbelief::gpu::shader::{kernel_sources, KernelSource};
-use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, lbfgs, local_rbm, recurrent, reduce, sample, schedule, sparse_coding, trainer, update};
+use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, lbfgs, local_rbm, recurrent, recurrent_step, reduce, sample, schedule, sparse_coding, trainer, update};
 use naga::proc::Layouter;
 use naga::{AddressSpace, ScalarKind, TypeInner};
 use std::collections::BTreeMap;
@@ -118,6 +118,7 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         (("affine_sigmoid", "dims"), rust_layout!(affine_sigmoid::Dims { rows, n_in, n_out, _pad })),
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
         (("rtrl_sensitivity", "dims"), rust_layout!(recurrent::SensitivityDims { rows, k, width, block_cols, col0, own, accumulate, finish })),
+        (("rtrl_step", "dims"), rust_layout!(recurrent_step::StepDims { layer, rows, block, blocks, total, outputs, out_offset, count, rate, _pad0, _pad1, _pad2 })),
         (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
         (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
         (

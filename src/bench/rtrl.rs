@@ -4,8 +4,10 @@
 //! adds hidden → hidden), weights from Philox, examples from the task stream. Untimed warm-up
 //! steps first, then `repeats` runs of `steps` steps each; the median and the minimum per step.
 //! `bench/rtrl_numpy.py` times the same algorithm in NumPy. On the device (`bench_gpu`),
-//! `gpu::recurrent::GpuRtrl`: the same steps with the tensors resident there; a step's time
-//! includes its uploads and the gradient's read-back (the step is complete when it returns).
+//! `gpu::recurrent_step::DeviceRtrl`: the same steps, all of them on the device, recorded
+//! `steps_per_submission` at a time into one submission (the examples are known ahead, as in
+//! training); a repeat's time includes the examples' upload and the read-back of every step's
+//! `E` and output (the steps are complete when it returns).
 
 use crate::recurrent::rtrl::tensor_values;
 use crate::recurrent::{Network, Preset, RecurrentError, Rtrl, RtrlMode, TaskSpec, TaskStream};
@@ -25,11 +27,13 @@ pub struct RtrlBenchSettings {
     pub repeats: usize,
     pub seed: u64,
     pub rate: f32,
+    /// Device steps recorded per submission; 0: a repeat's steps in one (the CPU ignores it).
+    pub steps_per_submission: usize,
 }
 
 impl Default for RtrlBenchSettings {
     fn default() -> Self {
-        RtrlBenchSettings { preset: Preset::Elman, mode: RtrlMode::Shortcut, steps: 20, warmups: 3, repeats: 3, seed: 1, rate: 0.01 }
+        RtrlBenchSettings { preset: Preset::Elman, mode: RtrlMode::Shortcut, steps: 20, warmups: 3, repeats: 3, seed: 1, rate: 0.01, steps_per_submission: 0 }
     }
 }
 
@@ -51,6 +55,8 @@ pub struct RtrlBenchRow {
     pub mean_error: f64,
     pub threads: usize,
     pub backend: String,
+    /// Steps per device submission (1 on the CPU: every step completes before the next).
+    pub steps_per_submission: usize,
 }
 
 /// Moore's adder net for `bits`, its task, and the stream after the warm-up.
@@ -61,7 +67,7 @@ fn adder(bits: usize, settings: &RtrlBenchSettings) -> Result<(TaskSpec, Network
     Ok((task, net))
 }
 
-fn row(bits: usize, settings: &RtrlBenchSettings, net: &Network, per_step: Vec<f64>, error: f64, backend: String) -> RtrlBenchRow {
+fn row(bits: usize, settings: &RtrlBenchSettings, net: &Network, per_step: Vec<f64>, error: f64, backend: String, steps_per_submission: usize) -> RtrlBenchRow {
     let mut sorted = per_step.clone();
     sorted.sort_by(f64::total_cmp);
     RtrlBenchRow {
@@ -78,37 +84,48 @@ fn row(bits: usize, settings: &RtrlBenchSettings, net: &Network, per_step: Vec<f
         mean_error: error / (settings.steps * settings.repeats) as f64,
         threads: rayon::current_num_threads(),
         backend,
+        steps_per_submission,
     }
 }
 
-/// The device's rows: `GpuRtrl` on the same nets, examples and steps as [`bench_rtrl`].
+/// The device's rows: `DeviceRtrl` on the same nets, examples and steps as [`bench_rtrl`].
 pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, sizes: &[usize], settings: &RtrlBenchSettings, mut report: impl FnMut(&RtrlBenchRow)) -> Result<Vec<RtrlBenchRow>, String> {
-    use crate::gpu::recurrent::GpuRtrl;
+    use crate::gpu::recurrent_step::DeviceRtrl;
     if settings.steps == 0 || settings.repeats == 0 {
         return Err(RecurrentError::new("steps", "steps and repeats must be at least 1").to_string());
     }
     let summary = ctx.summary();
     let backend = format!("gpu: {} ({})", summary.name, summary.backend);
+    let per_submission = if settings.steps_per_submission == 0 { settings.steps } else { settings.steps_per_submission.min(settings.steps) };
+    let flat = |examples: &[crate::recurrent::Example]| -> (Vec<f32>, Vec<f32>) { (examples.iter().flat_map(|e| e.input.iter().copied()).collect(), examples.iter().flat_map(|e| e.target.iter().copied()).collect()) };
     let mut rows = Vec::new();
     for &bits in sizes {
-        let (task, mut net) = adder(bits, settings).map_err(|e| e.to_string())?;
+        let (task, net) = adder(bits, settings).map_err(|e| e.to_string())?;
         Rtrl::new(&net, settings.mode).map_err(|e| e.to_string())?; // the same size limit as the CPU's
-        let mut rtrl = GpuRtrl::new(ctx, &net, settings.mode, None).map_err(|e| e.to_string())?;
+        let mut rtrl = DeviceRtrl::new(ctx, &net, settings.mode, None, per_submission.max(settings.warmups)).map_err(|e| e.to_string())?;
         let mut stream = TaskStream::new(task, settings.seed);
-        for _ in 0..settings.warmups {
-            let e = stream.next_example();
-            rtrl.train_step(ctx, &mut net, &e.input, &e.target, settings.rate).await.map_err(|e| e.to_string())?;
-        }
+        let warmups: Vec<_> = (0..settings.warmups).map(|_| stream.next_example()).collect();
+        let (inputs, targets) = flat(&warmups);
+        rtrl.train_steps(ctx, &inputs, &targets, settings.rate).await.map_err(|e| e.to_string())?;
         let (mut per_step, mut error) = (Vec::with_capacity(settings.repeats), 0.0);
         for _ in 0..settings.repeats {
             let examples: Vec<_> = (0..settings.steps).map(|_| stream.next_example()).collect();
+            let (inputs, targets) = flat(&examples);
             let start = now_seconds();
-            for e in &examples {
-                error += rtrl.train_step(ctx, &mut net, &e.input, &e.target, settings.rate).await.map_err(|e| e.to_string())?;
+            let mut done = 0;
+            while done < settings.steps {
+                let count = per_submission.min(settings.steps - done);
+                let (n_in, n_out) = (inputs.len() / settings.steps, targets.len() / settings.steps);
+                let steps = rtrl.train_steps(ctx, &inputs[done * n_in..(done + count) * n_in], &targets[done * n_out..(done + count) * n_out], settings.rate).await.map_err(|e| e.to_string())?;
+                error += steps.errors.iter().sum::<f64>();
+                done += count;
             }
             per_step.push(1e6 * (now_seconds() - start) / settings.steps as f64);
         }
-        let row = row(bits, settings, &net, per_step, error, backend.clone());
+        if !error.is_finite() {
+            return Err(format!("n = {bits}: the error became {error} on the device"));
+        }
+        let row = row(bits, settings, &net, per_step, error, backend.clone(), per_submission);
         report(&row);
         rows.push(row);
     }
@@ -139,7 +156,7 @@ pub fn bench_rtrl(sizes: &[usize], settings: &RtrlBenchSettings, mut report: imp
             }
             per_step.push(1e6 * (now_seconds() - start) / settings.steps as f64);
         }
-        let row = row(bits, settings, &net, per_step, error, "cpu".into());
+        let row = row(bits, settings, &net, per_step, error, "cpu".into(), 1);
         report(&row);
         rows.push(row);
     }

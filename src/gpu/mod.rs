@@ -16,6 +16,7 @@ pub mod lbfgs;
 pub mod local_rbm;
 pub mod local_rbm_trainer;
 pub mod recurrent;
+pub mod recurrent_step;
 pub mod sample;
 pub mod shader;
 pub mod sparse_coding;

@@ -33,6 +33,10 @@ pub struct RtrlBenchArgs {
     /// --rtrl: timed steps per repeat (--repeats repeats, the median reported).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub rtrl_steps: usize,
+    /// --rtrl --backend gpu: steps recorded per device submission (0: a repeat's steps in one;
+    /// 1: every step submitted and read back on its own).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub rtrl_submit: usize,
 }
 
 /// `sizes` is `--sizes`; its autoencoder default stands for "not given".
@@ -45,10 +49,10 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, backend: Backe
         BenchPreset::Feedforward => Preset::FeedForward,
     };
     let mode = if args.rtrl_no_shortcut { RtrlMode::Full } else { RtrlMode::Shortcut };
-    let settings = RtrlBenchSettings { preset, mode, steps: args.rtrl_steps, repeats, ..Default::default() };
+    let settings = RtrlBenchSettings { preset, mode, steps: args.rtrl_steps, repeats, steps_per_submission: args.rtrl_submit, ..Default::default() };
     let print = |r: &RtrlBenchRow| {
         output.text(&format!(
-            "rtrl {} n = {} ({} net, {} parameters, {:.1} M sensitivity values, {:?}): median {:.1} µs per step, min {:.1} of {} × {} steps, mean E {:.4}; {} ({} threads)",
+            "rtrl {} n = {} ({} net, {} parameters, {:.1} M sensitivity values, {:?}): median {:.1} µs per step, min {:.1} of {} × {} steps ({} per submission), mean E {:.4}; {} ({} threads)",
             r.preset,
             r.bits,
             r.layers.iter().map(usize::to_string).collect::<Vec<_>>().join("-"),
@@ -59,6 +63,7 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, backend: Backe
             r.microseconds_per_step_min,
             r.repeats_us.len(),
             r.steps,
+            r.steps_per_submission,
             r.mean_error,
             r.backend,
             r.threads
