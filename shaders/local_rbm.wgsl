@@ -156,3 +156,20 @@ fn gather(@builtin(global_invocation_id) id: vec3<u32>) {
     let x = sum + bias[p];
     output[r * n_visible + p] = select(x, sigmoid(x), dims.activation != 0u);
 }
+
+// column_sums: output[j] += sum_r input[r * n + j] over the cases, n = positions * units (a
+// hidden map): a batch's share of the next layer's visible means when a stack propagates on the
+// device. One invocation per column, workgroups of 64, grid (ceil(n / 64)).
+@compute @workgroup_size(64)
+fn column_sums(@builtin(global_invocation_id) id: vec3<u32>) {
+    let n = dims.positions * dims.units;
+    let j = id.x;
+    if (j >= n) {
+        return;
+    }
+    var sum = 0.0;
+    for (var r = 0u; r < dims.cases; r = r + 1u) {
+        sum = sum + input[r * n + j];
+    }
+    output[j] = output[j] + sum;
+}

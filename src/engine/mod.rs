@@ -25,6 +25,7 @@ pub mod chains;
 pub mod evaluate;
 pub mod layer;
 pub mod local_rbm;
+pub mod local_stack;
 pub mod run;
 pub mod sparse_coding;
 pub mod sparse_coding_session;

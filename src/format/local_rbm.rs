@@ -71,16 +71,22 @@ pub struct SavedLocalStack {
 
 /// Writes the file's bytes to `out`.
 pub fn write(saved: &SavedLocalStack, out: &mut impl std::io::Write) -> Result<(), String> {
+    let layers: Vec<&LocalRbm> = saved.layers.iter().collect();
+    write_parts(&layers, &saved.settings, &saved.inputs, &saved.history, out)
+}
+
+/// `write` from borrowed layers (a checkpoint of a stack in training, without copying its
+/// parameters): `settings` and `history` one per layer.
+pub fn write_parts(layers: &[&LocalRbm], settings: &[LocalCdSettings], inputs: &serde_json::Value, history: &[Vec<EpochRecord>], out: &mut impl std::io::Write) -> Result<(), String> {
     let header = SavedHeader {
         format: FORMAT.to_string(),
-        layers: saved
-            .layers
+        layers: layers
             .iter()
             .map(|l| SavedLayerHeader { geometry: l.geometry, visible_units: l.visible_units, weights: l.weights.len(), hidden_bias: l.hidden_bias.len(), visible_bias: l.visible_bias.len() })
             .collect(),
-        settings: saved.settings.clone(),
-        inputs: saved.inputs.clone(),
-        history: saved.history.clone(),
+        settings: settings.to_vec(),
+        inputs: inputs.clone(),
+        history: history.to_vec(),
     };
     let text = serde_json::to_string(&header).map_err(|e| format!("header: {e}"))?;
     let fail = |e: std::io::Error| e.to_string();
@@ -88,7 +94,7 @@ pub fn write(saved: &SavedLocalStack, out: &mut impl std::io::Write) -> Result<(
     out.write_all(&(text.len() as u64).to_le_bytes()).map_err(fail)?;
     out.write_all(text.as_bytes()).map_err(fail)?;
     let mut bytes = Vec::new();
-    for layer in &saved.layers {
+    for layer in layers {
         for array in [&layer.weights, &layer.hidden_bias, &layer.visible_bias] {
             for chunk in array.chunks(1 << 16) {
                 bytes.clear();

@@ -9,10 +9,11 @@
 //! 214 MB, so on the web it needs the weights split by bank (not done yet).
 
 use super::buffers::{read_back, uniform_bytes, upload, zeros_f32};
+use super::read_ranges;
 use super::local_rbm::{dims, source, train_source, LocalDims, TrainParams};
 use super::shader::{module, Checks};
 use super::{GpuContext, GpuError};
-use crate::local_rbm::{CoverLists, LocalCdSettings, LocalRbm};
+use crate::local_rbm::{CoverLists, LocalCdSettings, LocalRbm, LocalVelocities};
 
 /// Outputs per workgroup side of the products (local_rbm.wgsl's and local_rbm_train.wgsl's BLOCK).
 const BLOCK: u32 = 64;
@@ -26,6 +27,7 @@ struct Pipelines {
     weight_update: wgpu::ComputePipeline,
     visible_bias_update: wgpu::ComputePipeline,
     hidden_bias_update: wgpu::ComputePipeline,
+    column_sums: wgpu::ComputePipeline,
 }
 
 pub struct GpuLocalTrainer {
@@ -93,6 +95,7 @@ impl GpuLocalTrainer {
             weight_update: pipeline(device, &train, "weight_update"),
             visible_bias_update: pipeline(device, &train, "visible_bias_update"),
             hidden_bias_update: pipeline(device, &train, "hidden_bias_update"),
+            column_sums: pipeline(device, &passes, "column_sums"),
         };
         let cover = CoverLists::new(&g);
         let d: LocalDims = dims(layer, cases);
@@ -174,16 +177,60 @@ impl GpuLocalTrainer {
                 ((g.hidden_bias_count() as u32).div_ceil(64), 1, 1),
             ),
         ];
+        Self::submit(ctx, &steps);
+        self.step += 1;
+    }
+
+    /// Runs `steps` (pipeline, bind group, grid) in one submission, one pass each (each reads
+    /// what the previous one wrote).
+    fn submit(ctx: &GpuContext, steps: &[(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))]) {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        for (pipeline, bind_group, groups) in &steps {
-            // One pass per dispatch: each reads what the previous one wrote.
+        for (pipeline, bind_group, groups) in steps {
             let mut pass = encoder.begin_compute_pass(&Default::default());
             pass.set_pipeline(pipeline);
             pass.set_bind_group(0, bind_group, &[]);
             pass.dispatch_workgroups(groups.0, groups.1, groups.2);
         }
         ctx.queue.submit([encoder.finish()]);
-        self.step += 1;
+    }
+
+    /// The next layer's input from `batch` (a device buffer of `cases × n_visible`): the hidden
+    /// probabilities `σ(c + up(batch))` in a new buffer (`cases × n_hidden`, the feature map),
+    /// and their column sums added into `sums` (`n_hidden` floats), all on the device.
+    pub fn propagate(&self, ctx: &GpuContext, batch: &wgpu::Buffer, sums: &wgpu::Buffer) -> wgpu::Buffer {
+        let g = self.layer.geometry;
+        let p = &self.pipelines;
+        let hidden = zeros_f32(ctx, "local_propagated", self.cases * g.n_hidden());
+        let (units, cases, positions) = (g.hidden_per_patch as u32, self.cases as u32, g.positions() as u32);
+        let steps = [
+            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, batch), (4, &hidden)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
+            (&p.column_sums, self.bind(ctx, &p.column_sums, &[(3, &hidden), (4, sums)]), ((g.n_hidden() as u32).div_ceil(64), 1, 1)),
+        ];
+        Self::submit(ctx, &steps);
+        hidden
+    }
+
+    /// The model and its velocities (weights, hidden biases, visible biases) as they stand on
+    /// the device, in one read-back: the state a lost device resumes from on the CPU.
+    pub async fn state(&self, ctx: &GpuContext) -> Result<(LocalRbm, LocalVelocities), GpuError> {
+        let bytes = |len: usize| (len * 4) as u64;
+        let (nw, nh, nv) = (self.layer.weights.len(), self.layer.hidden_bias.len(), self.layer.visible_bias.len());
+        let parts = read_ranges(
+            ctx,
+            &[
+                (&self.weights, 0, bytes(nw)),
+                (&self.hidden_bias, 0, bytes(nh)),
+                (&self.visible_bias, 0, bytes(nv)),
+                (&self.velocity, 0, bytes(nw)),
+                (&self.hidden_velocity, 0, bytes(nh)),
+                (&self.visible_velocity, 0, bytes(nv)),
+            ],
+        )
+        .await?;
+        let floats = |k: usize| bytemuck::pod_collect_to_vec::<u8, f32>(&parts[k]);
+        let mut layer = self.layer.clone();
+        (layer.weights, layer.hidden_bias, layer.visible_bias) = (floats(0), floats(1), floats(2));
+        Ok((layer, LocalVelocities { weights: floats(3), hidden_bias: floats(4), visible_bias: floats(5) }))
     }
 
     /// The model as it stands on the device.

@@ -221,14 +221,27 @@ pub struct LocalEpochReport {
     pub seconds: f64,
 }
 
+/// The momentum terms of a layer's parameters, in the model's layouts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalVelocities {
+    pub weights: Vec<f32>,
+    pub hidden_bias: Vec<f32>,
+    pub visible_bias: Vec<f32>,
+}
+
+impl LocalVelocities {
+    /// At rest.
+    pub fn zeros(g: &Geometry) -> LocalVelocities {
+        LocalVelocities { weights: vec![0.0; g.weight_count()], hidden_bias: vec![0.0; g.hidden_bias_count()], visible_bias: vec![0.0; g.n_visible()] }
+    }
+}
+
 /// A local-patch RBM and its training state.
 pub struct LocalCdTrainer {
     pub settings: LocalCdSettings,
     pub model: LocalRbm,
     pub cover: CoverLists,
-    velocity_weights: Vec<f32>,
-    velocity_visible: Vec<f32>,
-    velocity_hidden: Vec<f32>,
+    velocity: LocalVelocities,
     /// Batches trained: the sampling stream's step.
     pub step: u64,
     pub epoch: usize,
@@ -256,17 +269,20 @@ impl LocalCdTrainer {
 
     /// Training state for an existing model (momentum starts at rest).
     pub fn resume(settings: LocalCdSettings, model: LocalRbm) -> LocalCdTrainer {
+        let velocity = LocalVelocities::zeros(&model.geometry);
+        Self::resume_at(settings, model, velocity, 0, 0)
+    }
+
+    /// Training state as another trainer left it (a device's last download): the model, its
+    /// velocities, the batches trained (the sampling step) and the epochs done.
+    pub fn resume_at(settings: LocalCdSettings, model: LocalRbm, velocity: LocalVelocities, step: u64, epoch: usize) -> LocalCdTrainer {
         let g = model.geometry;
-        LocalCdTrainer {
-            cover: CoverLists::new(&g),
-            velocity_weights: vec![0.0; g.weight_count()],
-            velocity_visible: vec![0.0; g.n_visible()],
-            velocity_hidden: vec![0.0; g.hidden_bias_count()],
-            step: 0,
-            epoch: 0,
-            settings,
-            model,
-        }
+        assert!(velocity.weights.len() == g.weight_count() && velocity.hidden_bias.len() == g.hidden_bias_count() && velocity.visible_bias.len() == g.n_visible());
+        LocalCdTrainer { cover: CoverLists::new(&g), velocity, step, epoch, settings, model }
+    }
+
+    pub fn velocities(&self) -> &LocalVelocities {
+        &self.velocity
     }
 
     fn momentum(&self) -> f32 {
@@ -284,17 +300,17 @@ impl LocalCdTrainer {
         let (rate, momentum) = (s.learning_rate, self.momentum());
         let tied_scale = if self.model.geometry.tied { 1.0 / self.model.geometry.positions() as f32 } else { 1.0 };
         let decay = s.weight_penalty;
-        self.model.weights.par_chunks_mut(4096).zip(self.velocity_weights.par_chunks_mut(4096)).zip(gradient.weights.par_chunks(4096)).for_each(|((w, v), g)| {
+        self.model.weights.par_chunks_mut(4096).zip(self.velocity.weights.par_chunks_mut(4096)).zip(gradient.weights.par_chunks(4096)).for_each(|((w, v), g)| {
             for ((w, v), g) in w.iter_mut().zip(v.iter_mut()).zip(g) {
                 *v = momentum * *v + rate * (g * tied_scale - decay * *w);
                 *w += *v;
             }
         });
-        for ((b, v), g) in self.model.visible_bias.iter_mut().zip(&mut self.velocity_visible).zip(&gradient.visible_bias) {
+        for ((b, v), g) in self.model.visible_bias.iter_mut().zip(&mut self.velocity.visible_bias).zip(&gradient.visible_bias) {
             *v = momentum * *v + rate * g;
             *b += *v;
         }
-        for (((b, v), g), q) in self.model.hidden_bias.iter_mut().zip(&mut self.velocity_hidden).zip(&gradient.hidden_bias).zip(&gradient.mean_hidden) {
+        for (((b, v), g), q) in self.model.hidden_bias.iter_mut().zip(&mut self.velocity.hidden_bias).zip(&gradient.hidden_bias).zip(&gradient.mean_hidden) {
             *v = momentum * *v + rate * g * tied_scale;
             *b += *v + s.sparsity_penalty * (s.sparsity_target - q);
         }

@@ -2,9 +2,11 @@
 //! of them, greedily, on square crops of grey images (PNG files or folders, or an IDX image
 //! file; without `--images`, Philox gratings plus noise). Writes `local_rbm.bin` (format
 //! `deepbelief-local-rbm/1`) and `filters.png` (the first layer's filters per patch position)
-//! into `--out`, both atomically. Each layer trains on the CPU reference or, with `--backend
-//! gpu`, the device-resident trainer (`Engine::train_local_layer`); propagation between layers
-//! runs on the CPU.
+//! into `--out`, both atomically; `local_rbm.bin` is also written after every epoch (the layers
+//! so far, the current one as it stands: a checkpoint). The stack trains through
+//! `Engine::train_local_stack`: the CPU reference or, with `--backend gpu`, the device-resident
+//! trainer with propagation between layers on the device and the fall-back to the CPU (with a
+//! message) when the device is lost.
 
 use crate::backend_choice::{self, BackendChoice};
 use crate::grey_images::read_grey_images;
@@ -14,10 +16,11 @@ use clap::{Args, ValueEnum};
 use deepbelief::bench::sparse_coding::grating_images;
 use deepbelief::data::idx::read_idx_images;
 use deepbelief::data::patches::GreyImage;
-use deepbelief::format::local_rbm::{write, EpochRecord, SavedLocalStack};
+use deepbelief::engine::local_stack::LocalEpochEvent;
+use deepbelief::format::local_rbm::{write, write_parts, EpochRecord, SavedLocalStack};
 use deepbelief::local_rbm::crops::image_crops;
 use deepbelief::local_rbm::filters::filters_picture;
-use deepbelief::local_rbm::stack::{plan_stack, propagate, LayerSpec};
+use deepbelief::local_rbm::stack::{plan_stack, LayerSpec};
 use deepbelief::local_rbm::LocalCdSettings;
 use deepbelief::model::VisibleUnits;
 use deepbelief::report::atomic::AtomicFile;
@@ -148,8 +151,6 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     let engine = backend_choice::engine(args.backend)?;
     let parameters: usize = plan.iter().map(|g| g.weight_count() + g.hidden_bias_count() + g.n_visible()).sum();
     output.text(&format!("local-patch RBM: {} layer(s), {parameters} parameters, {} crops of {}² on {}", plan.len(), args.cases, args.image_size, engine.describe()));
-    let (mut layers, mut history, mut settings) = (Vec::new(), Vec::new(), Vec::new());
-    let mut input = cases;
     for (k, geometry) in plan.iter().enumerate() {
         output.text(&format!(
             "layer {}: {} × {} × {} → {} positions × {} units (patch {}, stride {}{}), {} weights",
@@ -164,21 +165,40 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
             if geometry.tied { ", tied" } else { "" },
             geometry.weight_count()
         ));
-        let layer_settings = settings_of(k);
-        let print = |report: &deepbelief::local_rbm::LocalEpochReport| output.text(&format!("  epoch {}: reconstruction error {:.6}, {:.2} s", report.epoch, report.reconstruction_error, report.seconds));
-        let run = pollster::block_on(engine.train_local_layer(layer_settings.clone(), *geometry, &input, print)).map_err(|e| format!("layer {}: {e}", k + 1))?;
-        let records: Vec<EpochRecord> = run.epochs.iter().map(EpochRecord::from).collect();
-        if k + 1 < plan.len() {
-            input = propagate(std::slice::from_ref(&run.model), &input);
-        }
-        layers.push(run.model);
-        history.push(records);
-        settings.push(layer_settings);
     }
-    let last_error = history.last().and_then(|h| h.last()).map(|r| r.reconstruction_error).unwrap_or(f64::NAN);
-    let saved = SavedLocalStack { layers, settings, inputs: json!({ "source": source, "cases": args.cases, "image_size": args.image_size }), history };
-    let png = deepbelief::report::png::encode_grey_png(&filters_picture(&saved.layers[0], args.filters_per_position))?;
+    let settings: Vec<LocalCdSettings> = (0..plan.len()).map(settings_of).collect();
+    let inputs = json!({ "source": source, "cases": args.cases, "image_size": args.image_size });
     let model_path = args.out.join("local_rbm.bin");
+    // The checkpoint after every epoch: the layers trained so far and the one in training.
+    let (mut done, mut history): (Vec<deepbelief::local_rbm::LocalRbm>, Vec<Vec<EpochRecord>>) = (Vec::new(), Vec::new());
+    let mut checkpoint_error: Option<String> = None;
+    let on_epoch = |event: &LocalEpochEvent| {
+        if let Some(why) = event.fell_back {
+            output.text(&format!("  the device was lost ({why})"));
+            eprintln!("deepbelief local-rbm: continuing on the CPU: {why}");
+        }
+        if event.layer == history.len() {
+            history.push(Vec::new());
+        }
+        history[event.layer].push(EpochRecord::from(event.report));
+        output.text(&format!("  layer {} epoch {} ({}): reconstruction error {:.6}, {:.2} s", event.layer + 1, event.report.epoch, event.backend, event.report.reconstruction_error, event.report.seconds));
+        if event.report.epoch == settings[event.layer].epochs {
+            done.push(event.model.clone());
+        }
+        let mut layers: Vec<&deepbelief::local_rbm::LocalRbm> = done.iter().take(event.layer).collect();
+        layers.push(event.model);
+        if let Err(e) = write_checkpoint(&model_path, &layers, &settings[..layers.len()], &inputs, &history) {
+            checkpoint_error.get_or_insert(e);
+        }
+    };
+    let run = pollster::block_on(engine.train_local_stack(&plan, &settings, &cases, on_epoch))?;
+    if let Some(e) = checkpoint_error {
+        return Err(e);
+    }
+    let history: Vec<Vec<EpochRecord>> = run.epochs.iter().map(|e| e.iter().map(EpochRecord::from).collect()).collect();
+    let last_error = history.last().and_then(|h| h.last()).map(|r| r.reconstruction_error).unwrap_or(f64::NAN);
+    let saved = SavedLocalStack { layers: run.layers, settings, inputs, history };
+    let png = deepbelief::report::png::encode_grey_png(&filters_picture(&saved.layers[0], args.filters_per_position))?;
     let mut model_file = AtomicFile::create(&model_path)?;
     {
         let mut writer = std::io::BufWriter::new(&mut model_file);
@@ -193,6 +213,18 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     model_file.commit()?;
     png_file.commit()?;
     output.text(&format!("wrote {} and {}", model_path.display(), png_path.display()));
-    output.finish(&json!({ "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs }));
+    output.finish(&json!({ "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs, "backends": run.backends, "fell_back": run.fell_back }));
     Ok(())
+}
+
+/// Writes the checkpoint through a temporary file and a rename.
+fn write_checkpoint(path: &std::path::Path, layers: &[&deepbelief::local_rbm::LocalRbm], settings: &[LocalCdSettings], inputs: &serde_json::Value, history: &[Vec<EpochRecord>]) -> Result<(), String> {
+    let mut file = AtomicFile::create(path)?;
+    {
+        let mut writer = std::io::BufWriter::new(&mut file);
+        write_parts(layers, settings, inputs, history, &mut writer).map_err(|e| format!("{}: cannot write the checkpoint ({e})", path.display()))?;
+        writer.flush().map_err(|e| format!("{}: cannot write the checkpoint ({e})", path.display()))?;
+    }
+    file.finish_writing()?;
+    file.commit()
 }

@@ -5,6 +5,7 @@ pub mod ais;
 pub mod autoencoder;
 pub mod chains;
 pub mod evaluate;
+pub mod local_rbm;
 pub mod operations;
 pub mod sparse_coding;
 pub mod trainer;
