@@ -12,7 +12,7 @@
 //!   skip `kernel_sources`.
 
 use deepbelief::gpu::shader::{kernel_sources, KernelSource};
-use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, lbfgs, local_rbm, recurrent, recurrent_step, reduce, sample, schedule, sparse_coding, trainer, update};
+use deepbelief::gpu::{affine_sigmoid, ais, autoencoder, buffers, evaluate, gemm, lbfgs, local_rbm, mlp, recurrent, recurrent_step, reduce, sample, schedule, sparse_coding, trainer, update};
 use naga::proc::Layouter;
 use naga::{AddressSpace, ScalarKind, TypeInner};
 use std::collections::BTreeMap;
@@ -155,6 +155,8 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
             }),
         ),
         (("lbfgs", "op"), rust_layout!(lbfgs::Op { n, span, groups, flags, c_slot, c_minus_slot, scale_slot, dot_slot, bad_slot, l1_slot, max_slot, _pad })),
+        (("mlp_adaptive", "dp"), rust_layout!(mlp::DeltaParams { n, span, clip, _pad })),
+        (("mlp_adaptive", "rp"), rust_layout!(mlp::RuleParams { n, span, groups, robust, count, target_error, up, down, max_step, momentum, growth, robust_factor })),
         (
             ("sparse_coding_codes", "params"),
             rust_layout!(sparse_coding::CodeParams { rows, n_bases, n_inputs, slots, c_offset, g_offset, qd_offset, max_iterations, beta, tolerance, warm, _pad }),

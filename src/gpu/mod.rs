@@ -15,6 +15,7 @@ pub mod gemm;
 pub mod lbfgs;
 pub mod local_rbm;
 pub mod local_rbm_trainer;
+pub mod mlp;
 pub mod recurrent;
 pub mod recurrent_step;
 pub mod sample;

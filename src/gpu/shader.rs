@@ -71,6 +71,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     let mut all = vec![one("affine_sigmoid", super::affine_sigmoid::source()), one("evaluate", super::evaluate::source()), one("reduce", super::reduce::source()), one("schedule", super::schedule::source()), one("sample", super::sample::source()), one("philox_probe", super::sample::probe_source())];
     all.push(one("autoencoder", super::autoencoder::source()));
     all.push(one("lbfgs", super::lbfgs::source()));
+    all.push(one("mlp_adaptive", super::mlp::source()));
     all.push(one("local_rbm", super::local_rbm::source()));
     all.push(one("local_rbm_train", super::local_rbm::train_source()));
     all.push(one("rtrl_sensitivity", super::recurrent::source()));

@@ -1,0 +1,253 @@
+// mlp_adaptive.wgsl: Toman's all-sigmoid MLP trained full batch with per-weight adaptive steps
+// and robust training (issue 21; Toman 2011 §6.4–§6.8), the rule and the rollback on the
+// device. src/gpu/mlp.rs records, per epoch, the forward products (GEMM, bias + sigmoid
+// epilogue), these kernels and the backward products; the CPU reference is
+// src/supervised/adaptive_step.rs with src/supervised/criterion.rs (docs/TOMAN.md).
+//
+//   output_delta   over the N·K outputs: d = o − t; delta = d·o(1 − o) (the criterion's
+//                  ∂/∂logit times N: the weight-gradient products scale by 1/N); per workgroup
+//                  the partial (Σ d², #non-finite d)
+//   hidden_delta   delta ⊙= a(1 − a) in place, after the product delta_above · Wᵀ
+//   decide         one workgroup: folds the partials into Toman's error RMS/2 =
+//                  sqrt(Σ d² / (N·K)) / 2 and takes robust training's decision (below)
+//   measure        the same fold, writing only the measured error (the end-of-run check)
+//   step           per weight, what the decision says
+//
+// Decision (scalars[DECISION]), in the CPU reference's order: E ≤ target (> 0), or a non-finite
+// error without robust training → HOLD (no change; the host stops); robust training: E < best
+// → best := E and STEP_KEEP (copy w into the best weights, then step); E ≥ best · growth →
+// ROLLBACK (w := best weights, every rate × robust_factor, both delta memories cleared, no
+// step); else STEP. A non-finite error with robust training counts as N·K (Toman's kernel's
+// value). The best error starts at f32's largest value (the host writes it), so the first
+// epoch keeps its weights.
+//
+// Step, per weight, with δ = −g: rate × (up if δ and the last δ have the same strict sign, else
+// down), capped at max_step; δ_m = δ + momentum · last δ_m; w += rate · δ_m. A non-finite new
+// weight is not written: its memories are cleared and (robust) its rate × robust_factor.
+//
+// Buffers (f32), one bind group each kernel, two layouts. Delta kernels: 0 DeltaParams, 1 values
+// (outputs or the layer's activations, read), 2 targets (read), 3 delta (rw), 4 partials (vec2
+// per workgroup, rw). Rule kernels: 5 RuleParams, 6 partials (read), 7 scalars (rw, the slots
+// below), 8 weights, 9 best weights, 10 memory (rw, vec4 per weight: rate, last δ, last δ_m,
+// unused), 11 gradient (read). The
+// weights are the layers' blocks, each padded to 64 values (zero gradient there, so padding
+// stays zero).
+//
+// Workgroups of 256; the elementwise kernels run G = min(⌈n / 2048⌉, 4096) workgroups (host:
+// src/gpu/reduce.rs's split), workgroup g owning [g·span, g·span + span), invocation t taking
+// g·span + t + 256i in order; decide folds the partials t, t + 256, … then common.wgsl's tree.
+// The error sum is an f32 sum in an order fixed by N·K alone: bit-reproducible on one device;
+// against the CPU's f64 sum it is off by ~1e-6 relative. The rule runs in f32 where the CPU
+// reference runs its rates and memories in f64 (tests/gpu_mlp.rs states the tolerances).
+
+struct DeltaParams {
+    n: u32,
+    span: u32,
+    clip: u32,
+    _pad: u32,
+}
+
+struct RuleParams {
+    n: u32,
+    span: u32,
+    groups: u32,
+    robust: u32,
+    count: f32,
+    target_error: f32,
+    up: f32,
+    down: f32,
+    max_step: f32,
+    momentum: f32,
+    growth: f32,
+    robust_factor: f32,
+}
+
+const WG: u32 = 256u;
+
+// Slots of `scalars`.
+const ERROR: u32 = 0u;
+const SUM: u32 = 1u;
+const BAD: u32 = 2u;
+const DECISION: u32 = 3u;
+const BEST: u32 = 4u;
+const ROLLBACKS: u32 = 5u;
+const MEASURED: u32 = 6u;
+
+// Decisions, as f32 in scalars[DECISION].
+const HOLD: f32 = 0.0f;
+const STEP: f32 = 1.0f;
+const STEP_KEEP: f32 = 2.0f;
+const ROLLBACK: f32 = 3.0f;
+
+@group(0) @binding(0) var<uniform> dp: DeltaParams;
+@group(0) @binding(1) var<storage, read> values: array<f32>;
+@group(0) @binding(2) var<storage, read> targets: array<f32>;
+@group(0) @binding(3) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(4) var<storage, read_write> delta_partials: array<vec2<f32>>;
+
+@group(0) @binding(5) var<uniform> rp: RuleParams;
+@group(0) @binding(6) var<storage, read> partials: array<vec2<f32>>;
+@group(0) @binding(7) var<storage, read_write> scalars: array<f32>;
+@group(0) @binding(8) var<storage, read_write> weights: array<f32>;
+@group(0) @binding(9) var<storage, read_write> best: array<f32>;
+@group(0) @binding(10) var<storage, read_write> memory: array<vec4<f32>>;
+@group(0) @binding(11) var<storage, read> gradient: array<f32>;
+
+// Exponent bits all ones: ±∞ or NaN (from the bits: a compiler may assume floats finite).
+fn non_finite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7F800000u) == 0x7F800000u;
+}
+
+// A quiet NaN built at run time (Tint refuses a NaN const-expression).
+fn nan() -> f32 {
+    var bits = 0x7FC00000u;
+    return bitcast<f32>(bits);
+}
+
+// y(1 − y), y clipped to [0.01, 0.99] as FANN 2.2 takes it where asked.
+fn slope(y: f32) -> f32 {
+    var a = y;
+    if (dp.clip != 0u) {
+        a = clamp(a, 0.01f, 0.99f);
+    }
+    return a * (1.0f - a);
+}
+
+@compute @workgroup_size(256)
+fn output_delta(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let base = wid.x * dp.span;
+    var acc = vec2<f32>(0.0f, 0.0f);
+    for (var k = t; k < dp.span; k = k + WG) {
+        let e = base + k;
+        if (e < dp.n) {
+            let o = values[e];
+            let d = o - targets[e];
+            if (non_finite(d)) {
+                acc.y = acc.y + 1.0f;
+            } else {
+                acc.x = acc.x + d * d;
+            }
+            delta[e] = d * slope(o);
+        }
+    }
+    let total = workgroup_sum2(t, WG, 1u, acc);
+    if (t == 0u) {
+        delta_partials[wid.x] = total;
+    }
+}
+
+@compute @workgroup_size(256)
+fn hidden_delta(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let base = wid.x * dp.span;
+    for (var k = t; k < dp.span; k = k + WG) {
+        let e = base + k;
+        if (e < dp.n) {
+            delta[e] = delta[e] * slope(values[e]);
+        }
+    }
+}
+
+// Σ d² and the non-finite count over every partial; invocation 0 gets the totals.
+fn fold_partials(t: u32) -> vec2<f32> {
+    var acc = vec2<f32>(0.0f, 0.0f);
+    for (var k = t; k < rp.groups; k = k + WG) {
+        acc = acc + partials[k];
+    }
+    return workgroup_sum2(t, WG, 1u, acc);
+}
+
+// RMS/2 of the totals; NaN when any difference or the result is not finite.
+fn rms_half(total: vec2<f32>) -> f32 {
+    let e = sqrt(total.x / rp.count) / 2.0f;
+    if (total.y > 0.0f || non_finite(total.x) || non_finite(e)) {
+        return nan();
+    }
+    return e;
+}
+
+@compute @workgroup_size(256)
+fn decide(@builtin(local_invocation_index) t: u32) {
+    let total = fold_partials(t);
+    if (t != 0u) {
+        return;
+    }
+    var e = rms_half(total);
+    let robust = rp.robust != 0u;
+    let finite = !non_finite(e);
+    if (!finite && robust) {
+        e = rp.count;
+    }
+    var decision = STEP;
+    if (!finite && !robust) {
+        decision = HOLD;
+    } else if (rp.target_error > 0.0f && e <= rp.target_error) {
+        decision = HOLD;
+    } else if (robust) {
+        let best_error = scalars[BEST];
+        if (e < best_error) {
+            scalars[BEST] = e;
+            decision = STEP_KEEP;
+        } else if (e >= best_error * rp.growth) {
+            decision = ROLLBACK;
+            scalars[ROLLBACKS] = scalars[ROLLBACKS] + 1.0f;
+        }
+    }
+    scalars[ERROR] = e;
+    scalars[SUM] = total.x;
+    scalars[BAD] = total.y;
+    scalars[DECISION] = decision;
+}
+
+@compute @workgroup_size(256)
+fn measure(@builtin(local_invocation_index) t: u32) {
+    let total = fold_partials(t);
+    if (t == 0u) {
+        scalars[MEASURED] = rms_half(total);
+    }
+}
+
+fn same_direction(a: f32, b: f32) -> bool {
+    return (a > 0.0f && b > 0.0f) || (a < 0.0f && b < 0.0f);
+}
+
+@compute @workgroup_size(256)
+fn step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let decision = scalars[DECISION];
+    if (decision == HOLD) {
+        return;
+    }
+    let base = wid.x * rp.span;
+    for (var k = t; k < rp.span; k = k + WG) {
+        let i = base + k;
+        if (i < rp.n) {
+            let m = memory[i];
+            if (decision == ROLLBACK) {
+                weights[i] = best[i];
+                memory[i] = vec4<f32>(m.x * rp.robust_factor, 0.0f, 0.0f, 0.0f);
+                continue;
+            }
+            let w = weights[i];
+            if (decision == STEP_KEEP) {
+                best[i] = w;
+            }
+            let d = -gradient[i];
+            var factor = rp.down;
+            if (same_direction(m.y, d)) {
+                factor = rp.up;
+            }
+            let rate = min(m.x * factor, rp.max_step);
+            let dm = d + rp.momentum * m.z;
+            let next = w + rate * dm;
+            if (non_finite(next)) {
+                var kept = rate;
+                if (rp.robust != 0u) {
+                    kept = rate * rp.robust_factor;
+                }
+                memory[i] = vec4<f32>(kept, 0.0f, 0.0f, 0.0f);
+            } else {
+                weights[i] = next;
+                memory[i] = vec4<f32>(rate, d, dm, 0.0f);
+            }
+        }
+    }
+}

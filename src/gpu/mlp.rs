@@ -1,0 +1,466 @@
+//! Toman's adaptive-step training of an all-sigmoid MLP on the device (issue 21), robust
+//! training's best weights and rollback included: CPU reference
+//! [`AdaptiveStep`](crate::supervised::adaptive_step::AdaptiveStep) in
+//! [`train_full_batch`](crate::supervised::full_batch::train_full_batch); kernels
+//! `shaders/mlp_adaptive.wgsl` (its header has the decision and the step).
+//!
+//! The cases, the weights, the best weights, every rate and delta memory, the activations and
+//! the gradient stay on the device. One epoch is one compute pass:
+//!
+//! | step | how |
+//! | --- | --- |
+//! | `a_k = σ(a_{k−1}·W_k + b_k)` per layer | GEMM, bias + sigmoid epilogue |
+//! | `δ_L = (o − t)·o(1 − o)`, partial Σ(o − t)² | `output_delta` |
+//! | `∇W_k = a_{k−1}ᵀ·δ_k / N`, `∇b_k = 1ᵀ·δ_k / N` | GEMM (the bias gradient as a product with a ones vector) |
+//! | `δ_{k−1} = (δ_k·W_kᵀ) ⊙ a(1 − a)` | GEMM, then `hidden_delta` |
+//! | error RMS/2 and robust training's decision | `decide` (one workgroup) |
+//! | the rule: rates, momentum, step, or the rollback | `step` |
+//!
+//! [`DeviceMlp::run_epochs`] records several epochs into one submission, copying each epoch's
+//! scalars (error, Σ(o − t)², decision: 32 bytes) into a read-back buffer between them; nothing
+//! of the weights' size moves. An epoch whose error reached the target (or, without robust
+//! training, is not finite) changes nothing, so the epochs recorded after it repeat it and the
+//! host drops them. Weights come back only when asked ([`DeviceMlp::weights`], checkpoints and
+//! the end).
+
+use super::buffers::{self, read_back};
+use super::gemm::{GemmCall, GemmKernels, GemmOp, MatRef, VecRef};
+use super::reduce::split;
+use super::shader::{self, buffer_entry};
+use super::{map_staging, GpuContext, GpuError};
+use crate::backend::Activation;
+use crate::supervised::full_batch::StepNote;
+use crate::supervised::{Network, OutputKind, StepRuleSettings};
+
+const SHADER: &str = include_str!("../../shaders/mlp_adaptive.wgsl");
+
+/// Every layer's weight and bias block starts on a multiple of this many f32 (256 bytes), so
+/// the GEMMs can read the blocks a vec4 at a time.
+const BLOCK_ALIGN: usize = 64;
+/// Elements per workgroup of the elementwise passes, while that makes at most 4096 groups.
+const SPAN: usize = 2048;
+/// Scalars per epoch read back: mlp_adaptive.wgsl's slots ERROR … MEASURED and one spare.
+const SCALARS: usize = 8;
+/// Epochs one submission records at most.
+pub const MAX_EPOCHS_PER_SUBMISSION: usize = 64;
+
+const ERROR: usize = 0;
+const SUM: usize = 1;
+const DECISION: usize = 3;
+const BEST: usize = 4;
+const MEASURED: usize = 6;
+const HOLD: f32 = 0.0;
+const ROLLBACK: f32 = 3.0;
+
+/// `struct DeltaParams` of mlp_adaptive.wgsl (tests/gpu_uniform_layout.rs compares the two).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DeltaParams {
+    pub n: u32,
+    pub span: u32,
+    pub clip: u32,
+    pub _pad: u32,
+}
+
+/// `struct RuleParams` of mlp_adaptive.wgsl.
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct RuleParams {
+    pub n: u32,
+    pub span: u32,
+    pub groups: u32,
+    pub robust: u32,
+    pub count: f32,
+    pub target_error: f32,
+    pub up: f32,
+    pub down: f32,
+    pub max_step: f32,
+    pub momentum: f32,
+    pub growth: f32,
+    pub robust_factor: f32,
+}
+
+/// The kernel module as compiled.
+pub(crate) fn source() -> String {
+    shader::assemble(SHADER, &[], false)
+}
+
+/// The pipelines of mlp_adaptive.wgsl and the GEMM kernels, once per device.
+pub struct MlpKernels {
+    gemm: GemmKernels,
+    delta_layout: wgpu::BindGroupLayout,
+    rule_layout: wgpu::BindGroupLayout,
+    output_delta: wgpu::ComputePipeline,
+    hidden_delta: wgpu::ComputePipeline,
+    decide: wgpu::ComputePipeline,
+    measure: wgpu::ComputePipeline,
+    step: wgpu::ComputePipeline,
+}
+
+impl MlpKernels {
+    pub fn new(ctx: &GpuContext) -> MlpKernels {
+        use wgpu::BufferBindingType::{Storage, Uniform};
+        let device = &ctx.device;
+        let (read, write) = (Storage { read_only: true }, Storage { read_only: false });
+        let delta_entries = [buffer_entry(0, Uniform, false), buffer_entry(1, read, false), buffer_entry(2, read, false), buffer_entry(3, write, false), buffer_entry(4, write, false)];
+        let rule_entries = [buffer_entry(5, Uniform, false), buffer_entry(6, read, false), buffer_entry(7, write, false), buffer_entry(8, write, false), buffer_entry(9, write, false), buffer_entry(10, write, false), buffer_entry(11, read, false)];
+        let delta_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("mlp_delta"), entries: &delta_entries });
+        let rule_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("mlp_rule"), entries: &rule_entries });
+        let module = shader::module(device, "mlp_adaptive", source(), shader::Checks::Bounded);
+        let pipeline = |layout: &wgpu::BindGroupLayout, entry_point: &str| {
+            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(entry_point), bind_group_layouts: &[Some(layout)], immediate_size: 0 });
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &[], zero_initialize_workgroup_memory: false },
+                cache: None,
+            })
+        };
+        MlpKernels {
+            output_delta: pipeline(&delta_layout, "output_delta"),
+            hidden_delta: pipeline(&delta_layout, "hidden_delta"),
+            decide: pipeline(&rule_layout, "decide"),
+            measure: pipeline(&rule_layout, "measure"),
+            step: pipeline(&rule_layout, "step"),
+            gemm: GemmKernels::new(ctx),
+            delta_layout,
+            rule_layout,
+        }
+    }
+}
+
+/// Where each layer's blocks lie in the padded device vector of weights (and of the gradient,
+/// the best weights, the memories).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MlpLayout {
+    /// `(n_in, n_out, weights offset, bias offset)` per layer.
+    pub layers: Vec<(usize, usize, usize, usize)>,
+    /// Elements of the padded vector.
+    pub len: usize,
+}
+
+impl MlpLayout {
+    pub fn new(net: &Network) -> MlpLayout {
+        let mut at = 0;
+        let layers = net
+            .layers
+            .iter()
+            .map(|l| {
+                let w = at;
+                let b = w + (l.n_in * l.n_out).next_multiple_of(BLOCK_ALIGN);
+                at = b + l.n_out.next_multiple_of(BLOCK_ALIGN);
+                (l.n_in, l.n_out, w, b)
+            })
+            .collect();
+        MlpLayout { layers, len: at }
+    }
+
+    /// The flat vector (`Network::to_params` order) padded into the device layout.
+    pub fn pad(&self, flat: &[f32]) -> Vec<f32> {
+        let mut padded = vec![0.0; self.len];
+        let mut at = 0;
+        for &(n_in, n_out, w, b) in &self.layers {
+            padded[w..w + n_in * n_out].copy_from_slice(&flat[at..at + n_in * n_out]);
+            at += n_in * n_out;
+            padded[b..b + n_out].copy_from_slice(&flat[at..at + n_out]);
+            at += n_out;
+        }
+        padded
+    }
+
+    /// The device vector back in `Network::to_params` order.
+    pub fn unpad(&self, padded: &[f32]) -> Vec<f32> {
+        let mut flat = Vec::with_capacity(padded.len());
+        for &(n_in, n_out, w, b) in &self.layers {
+            flat.extend_from_slice(&padded[w..w + n_in * n_out]);
+            flat.extend_from_slice(&padded[b..b + n_out]);
+        }
+        flat
+    }
+}
+
+/// One epoch as the device saw it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeviceEpoch {
+    /// RMS/2 at the epoch's start (N·K for a non-finite one with robust training; NaN without).
+    pub error: f64,
+    /// The criterion `Σ (o − t)² / (2N)`.
+    pub criterion: f64,
+    pub note: StepNote,
+    /// Nothing changed: the target was reached, or the error was not finite without robust
+    /// training. The host stops here.
+    pub held: bool,
+}
+
+enum Dispatch {
+    Kernel { pipeline: wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: u32 },
+    Product(GemmCall),
+}
+
+/// An all-sigmoid MLP, its cases and Toman's rule, resident on one device.
+pub struct DeviceMlp {
+    ctx: GpuContext,
+    layout: MlpLayout,
+    rows: usize,
+    n_outputs: usize,
+    weights: wgpu::Buffer,
+    best: wgpu::Buffer,
+    scalars: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    epoch: Vec<Dispatch>,
+    measure: Vec<Dispatch>,
+    /// Buffers the dispatches bind: kept alive with them.
+    _kept: Vec<wgpu::Buffer>,
+    robust: bool,
+}
+
+impl DeviceMlp {
+    /// Uploads the cases (`rows × n_inputs` inputs, `rows × n_outputs` targets) and `net`'s
+    /// weights, and starts the rule: every rate `initial_rate`, memories zero, no best weights.
+    /// Only logistic outputs (Toman's nets) and the rule's settings as `rules` validates them.
+    pub fn new(ctx: &GpuContext, kernels: &MlpKernels, net: &Network, inputs: &[f32], targets: &[f32], rules: &StepRuleSettings) -> Result<DeviceMlp, GpuError> {
+        if let Some(failure) = ctx.failure() {
+            return Err(GpuError(failure));
+        }
+        rules.validate().map_err(|e| GpuError(format!("MLP on the device: {e}")))?;
+        if net.output != OutputKind::Logistic {
+            return Err(GpuError(format!("MLP on the device: logistic outputs only (Toman's nets), not {:?}", net.output)));
+        }
+        let (n_in, n_out) = (net.n_inputs(), net.n_outputs());
+        let rows = inputs.len() / n_in;
+        if rows == 0 || inputs.len() != rows * n_in || targets.len() != rows * n_out {
+            return Err(GpuError(format!("MLP on the device: {} inputs and {} targets do not make whole cases of {n_in} inputs and {n_out} outputs", inputs.len(), targets.len())));
+        }
+        let layout = MlpLayout::new(net);
+        let limits = ctx.device.limits();
+        let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        let widest = net.layers.iter().map(|l| l.n_out).max().unwrap_or(1);
+        for (what, len) in [("the inputs (cases × inputs)", rows * n_in), ("an activation matrix (cases × units)", rows * widest), ("the rule's memories", 4 * layout.len)] {
+            let bytes = 4 * len as u64;
+            if len >= u32::MAX as usize / 4 || bytes > binding {
+                return Err(GpuError(format!("MLP on the device: {what} take {bytes} bytes, over this device's storage binding limit of {binding} bytes")));
+            }
+        }
+        let device = &ctx.device;
+        let data = buffers::upload(ctx, "mlp_inputs", inputs);
+        let target_buffer = buffers::upload(ctx, "mlp_targets", targets);
+        let ones = buffers::upload(ctx, "mlp_ones", &vec![1.0f32; rows]);
+        let weights = buffers::upload(ctx, "mlp_weights", &layout.pad(&net.to_params()));
+        let best = buffers::zeros_f32(ctx, "mlp_best", layout.len);
+        let memory: Vec<[f32; 4]> = vec![[rules.initial_rate as f32, 0.0, 0.0, 0.0]; layout.len];
+        let memory = buffers::upload(ctx, "mlp_memory", &memory);
+        let gradient = buffers::zeros_f32(ctx, "mlp_gradient", layout.len);
+        let mut initial = [0.0f32; SCALARS];
+        initial[BEST] = f32::MAX;
+        let scalars = buffers::upload(ctx, "mlp_scalars", &initial);
+        let staging = device.create_buffer(&wgpu::BufferDescriptor { label: Some("mlp_read"), size: (4 * SCALARS * MAX_EPOCHS_PER_SUBMISSION) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
+        let activations: Vec<wgpu::Buffer> = net.layers.iter().map(|l| buffers::zeros_f32(ctx, "mlp_activations", rows * l.n_out)).collect();
+        let deltas: Vec<wgpu::Buffer> = net.layers.iter().map(|l| buffers::zeros_f32(ctx, "mlp_deltas", rows * l.n_out)).collect();
+        let (output_groups, output_span) = split(rows * n_out, SPAN);
+        let partials = buffers::zeros_f32(ctx, "mlp_partials", 2 * output_groups as usize);
+        let clip = u32::from(rules.fann_derivative_clip);
+
+        let delta_kernel = |pipeline: &wgpu::ComputePipeline, values: &wgpu::Buffer, delta: &wgpu::Buffer, n: usize| {
+            let (groups, span) = split(n, SPAN);
+            let params = buffers::uniform_bytes(ctx, "mlp_delta_params", bytemuck::bytes_of(&DeltaParams { n: n as u32, span, clip, _pad: 0 }));
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("mlp_delta"),
+                layout: &kernels.delta_layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: values.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: target_buffer.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: delta.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 4, resource: partials.as_entire_binding() },
+                ],
+            });
+            (Dispatch::Kernel { pipeline: pipeline.clone(), bind_group, groups }, params)
+        };
+        let (rule_groups, rule_span) = split(layout.len, SPAN);
+        let rule_params = RuleParams {
+            n: layout.len as u32,
+            span: rule_span,
+            groups: output_groups,
+            robust: u32::from(rules.robust),
+            count: (rows * n_out) as f32,
+            target_error: rules.target_error as f32,
+            up: rules.up as f32,
+            down: rules.down as f32,
+            max_step: rules.max_step as f32,
+            momentum: rules.momentum as f32,
+            growth: rules.max_error_growth as f32,
+            robust_factor: rules.robust_factor as f32,
+        };
+        let rule_uniform = buffers::uniform_bytes(ctx, "mlp_rule_params", bytemuck::bytes_of(&rule_params));
+        let rule_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("mlp_rule"),
+            layout: &kernels.rule_layout,
+            entries: &[
+                wgpu::BindGroupEntry { binding: 5, resource: rule_uniform.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 6, resource: partials.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 7, resource: scalars.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 8, resource: weights.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 9, resource: best.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 10, resource: memory.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 11, resource: gradient.as_entire_binding() },
+            ],
+        });
+        let rule_kernel = |pipeline: &wgpu::ComputePipeline, groups: u32| Dispatch::Kernel { pipeline: pipeline.clone(), bind_group: rule_group.clone(), groups };
+
+        let m = rows as u32;
+        let inv_rows = 1.0 / rows as f32;
+        let prepare = |op: GemmOp| kernels.gemm.prepare(ctx, &op).map(Dispatch::Product);
+        let mut forward = Vec::new();
+        for (k, &(ni, no, w, b)) in layout.layers.iter().enumerate() {
+            let input = if k == 0 { &data } else { &activations[k - 1] };
+            let mut op = GemmOp::new(m, ni as u32, no as u32, input, &weights, &activations[k]).with_b(MatRef::at(&weights, w as u64, no as u32)).activation(Activation::Sigmoid);
+            op.bias = Some(VecRef { buffer: &weights, offset: b as u64 });
+            forward.push(prepare(op)?);
+        }
+        let last = layout.layers.len() - 1;
+        let mut kept = vec![data.clone(), target_buffer.clone(), ones.clone(), memory.clone(), gradient.clone(), partials.clone(), rule_uniform];
+        let (output_delta, params) = delta_kernel(&kernels.output_delta, &activations[last], &deltas[last], rows * n_out);
+        kept.push(params);
+        debug_assert_eq!(split(rows * n_out, SPAN), (output_groups, output_span));
+        let mut epoch = forward;
+        epoch.push(output_delta);
+        let mut measure: Vec<Dispatch> = Vec::new();
+        for k in (0..layout.layers.len()).rev() {
+            let (ni, no, w, b) = layout.layers[k];
+            let input = if k == 0 { &data } else { &activations[k - 1] };
+            let weight_gradient = GemmOp::new(ni as u32, m, no as u32, input, &deltas[k], &gradient).transpose_a().with_c(MatRef::at(&gradient, w as u64, no as u32)).alpha(inv_rows);
+            epoch.push(prepare(weight_gradient)?);
+            let bias_gradient = GemmOp::new(1, m, no as u32, &ones, &deltas[k], &gradient).transpose_a().with_c(MatRef::at(&gradient, b as u64, no as u32)).alpha(inv_rows);
+            epoch.push(prepare(bias_gradient)?);
+            if k > 0 {
+                let back = GemmOp::new(m, no as u32, ni as u32, &deltas[k], &weights, &deltas[k - 1]).transpose_b().with_b(MatRef::at(&weights, w as u64, no as u32));
+                epoch.push(prepare(back)?);
+                let (dispatch, params) = delta_kernel(&kernels.hidden_delta, &activations[k - 1], &deltas[k - 1], rows * ni);
+                epoch.push(dispatch);
+                kept.push(params);
+            }
+        }
+        epoch.push(rule_kernel(&kernels.decide, 1));
+        epoch.push(rule_kernel(&kernels.step, rule_groups));
+        // The end-of-run check: the forward products, the output error, the fold.
+        for (k, &(ni, no, w, b)) in layout.layers.iter().enumerate() {
+            let input = if k == 0 { &data } else { &activations[k - 1] };
+            let mut op = GemmOp::new(m, ni as u32, no as u32, input, &weights, &activations[k]).with_b(MatRef::at(&weights, w as u64, no as u32)).activation(Activation::Sigmoid);
+            op.bias = Some(VecRef { buffer: &weights, offset: b as u64 });
+            measure.push(prepare(op)?);
+        }
+        let (output_delta, params) = delta_kernel(&kernels.output_delta, &activations[last], &deltas[last], rows * n_out);
+        measure.push(output_delta);
+        kept.push(params);
+        measure.push(rule_kernel(&kernels.measure, 1));
+        kept.extend(activations);
+        kept.extend(deltas);
+        Ok(DeviceMlp { ctx: ctx.clone(), layout, rows, n_outputs: n_out, weights, best, scalars, staging, epoch, measure, _kept: kept, robust: rules.robust })
+    }
+
+    pub fn layout(&self) -> &MlpLayout {
+        &self.layout
+    }
+
+    fn record(pass: &mut wgpu::ComputePass<'_>, steps: &[Dispatch]) {
+        for step in steps {
+            match step {
+                Dispatch::Kernel { pipeline, bind_group, groups } => {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, bind_group, &[]);
+                    pass.dispatch_workgroups(*groups, 1, 1);
+                }
+                Dispatch::Product(call) => call.dispatch(pass, 0),
+            }
+        }
+    }
+
+    /// Submits `steps` `count` times, copying the scalars after each into the read-back buffer,
+    /// and reads them back: `count × 8` values.
+    async fn submit(&self, steps: &[Dispatch], count: usize) -> Result<Vec<f32>, GpuError> {
+        if let Some(failure) = self.ctx.failure() {
+            return Err(GpuError(failure));
+        }
+        let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("mlp_epochs") });
+        let bytes = (4 * SCALARS) as u64;
+        for e in 0..count {
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("mlp_epoch"), timestamp_writes: None });
+                Self::record(&mut pass, steps);
+            }
+            encoder.copy_buffer_to_buffer(&self.scalars, 0, &self.staging, e as u64 * bytes, bytes);
+        }
+        self.ctx.queue.submit([encoder.finish()]);
+        let view = map_staging(&self.ctx, &self.staging).await?;
+        let values: Vec<f32> = bytemuck::pod_collect_to_vec(&view[..count * SCALARS * 4]);
+        drop(view);
+        self.staging.unmap();
+        Ok(values)
+    }
+
+    /// Runs `count` epochs (at most [`MAX_EPOCHS_PER_SUBMISSION`]) in one submission and
+    /// returns them up to and including the first that held (target reached, or a non-finite
+    /// error without robust training).
+    pub async fn run_epochs(&mut self, count: usize) -> Result<Vec<DeviceEpoch>, GpuError> {
+        let count = count.clamp(1, MAX_EPOCHS_PER_SUBMISSION);
+        let values = self.submit(&self.epoch, count).await?;
+        let denominator = 2.0 * self.rows as f64;
+        let mut epochs = Vec::with_capacity(count);
+        for s in values.chunks_exact(SCALARS) {
+            let held = s[DECISION] == HOLD;
+            let note = if s[DECISION] == ROLLBACK { StepNote::RolledBack } else { StepNote::Stepped };
+            let criterion = f64::from(s[SUM]) / denominator;
+            epochs.push(DeviceEpoch { error: f64::from(s[ERROR]), criterion, note, held });
+            if held {
+                break;
+            }
+        }
+        Ok(epochs)
+    }
+
+    /// RMS/2 of the current weights (one forward pass; reads 32 bytes).
+    pub async fn measure(&mut self) -> Result<f64, GpuError> {
+        let values = self.submit(&self.measure, 1).await?;
+        Ok(f64::from(values[MEASURED]))
+    }
+
+    /// The current weights, in `Network::to_params` order.
+    pub async fn weights(&self) -> Result<Vec<f32>, GpuError> {
+        Ok(self.layout.unpad(&read_back(&self.ctx, &self.weights, 0, self.layout.len).await?))
+    }
+
+    /// The lowest error robust training has seen and its weights (`None` before the first
+    /// epoch or without robust training).
+    pub async fn best(&self) -> Result<Option<(f64, Vec<f32>)>, GpuError> {
+        if !self.robust {
+            return Ok(None);
+        }
+        let best_error = read_back::<f32>(&self.ctx, &self.scalars, BEST as u64, 1).await?[0];
+        if best_error == f32::MAX {
+            return Ok(None);
+        }
+        let weights = self.layout.unpad(&read_back(&self.ctx, &self.best, 0, self.layout.len).await?);
+        Ok(Some((f64::from(best_error), weights)))
+    }
+
+    /// The end of a run, as the CPU's: the best weights if they beat the last ones (or the last
+    /// ones are not finite), else the last; with their error.
+    pub async fn finish(&mut self) -> Result<(f64, Vec<f32>), GpuError> {
+        let last = self.measure().await?;
+        if let Some((best_error, best)) = self.best().await? {
+            if last.is_nan() || last > best_error {
+                return Ok((best_error, best));
+            }
+        }
+        Ok((last, self.weights().await?))
+    }
+
+    /// Cases and outputs per case.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.n_outputs)
+    }
+}
