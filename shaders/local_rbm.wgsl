@@ -16,7 +16,15 @@
 // cases, position), 4 x 4 outputs per invocation: grid (ceil(units or width / 64),
 // ceil(cases / 64), positions). up gathers its A tile straight from the image (no im2col
 // buffer). gather: workgroups of 64 along the
-// visible units, grid (ceil(n_visible / 64), cases). `sigmoid` is common.wgsl's; `LocalDims`,
+// visible units, grid (ceil(n_visible / 64), cases).
+//
+// Bank groups: where a layer's weights or products exceed a storage binding, the host splits
+// the positions into groups (dims.first_position, dims.group_positions) and dispatches each
+// group with its own weights buffer (its banks only; the one bank when tied) and a products
+// buffer of its positions only (cases x group_positions x width); the gather runs once per
+// group over that group's cover lists (entries (q - first) * width + offset), the first
+// storing its partial sums, the next adding onto them (ascending positions, as the CPU), the
+// last adding the bias and applying the activation. One group is the whole layer. `sigmoid` is common.wgsl's; `LocalDims`,
 // `dims`, `bank_of` and `pixel_of` come from local_rbm_geometry.wgsl, prepended by the host.
 
 @group(0) @binding(1) var<storage, read> weights: array<f32>;
@@ -48,12 +56,12 @@ fn multiply_step(lx: u32, ly: u32, acc: ptr<function, array<vec4<f32>, 4>>) {
 
 @compute @workgroup_size(16, 16)
 fn up(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let q = wg.z;
+    let q = dims.first_position + wg.z;
     let r0 = wg.y * BLOCK;
     let j0 = wg.x * BLOCK;
     let t = lid.y * 16u + lid.x;
     let n_visible = dims.rows * dims.cols * dims.channels;
-    let w_base = bank_of(q) * dims.width * dims.units;
+    let w_base = group_bank(q) * dims.width * dims.units;
     let steps = (dims.width + STEP - 1u) / STEP;
     var acc: array<vec4<f32>, 4>;
     for (var s = 0u; s < steps; s = s + 1u) {
@@ -96,11 +104,11 @@ fn up(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: v
 
 @compute @workgroup_size(16, 16)
 fn down_products(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
-    let q = wg.z;
+    let q = dims.first_position + wg.z;
     let r0 = wg.y * BLOCK;
     let i0 = wg.x * BLOCK;
     let t = lid.y * 16u + lid.x;
-    let w_base = bank_of(q) * dims.width * dims.units;
+    let w_base = group_bank(q) * dims.width * dims.units;
     let steps = (dims.units + STEP - 1u) / STEP;
     var acc: array<vec4<f32>, 4>;
     for (var s = 0u; s < steps; s = s + 1u) {
@@ -134,7 +142,7 @@ fn down_products(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
         for (var c = 0u; c < 4u; c = c + 1u) {
             let col = i0 + lid.x + 16u * c;
             if (r < dims.cases && col < dims.width) {
-                output[(r * dims.positions + q) * dims.width + col] = acc[i][c];
+                output[(r * dims.group_positions + wg.z) * dims.width + col] = acc[i][c];
             }
         }
     }
@@ -148,13 +156,20 @@ fn gather(@builtin(global_invocation_id) id: vec3<u32>) {
     if (p >= n_visible || r >= dims.cases) {
         return;
     }
-    let base = r * dims.positions * dims.width;
+    let base = r * dims.group_positions * dims.width;
     var sum = 0.0;
+    if ((dims.gather_flags & 1u) != 0u) {
+        sum = output[r * n_visible + p];
+    }
     for (var e = cover_starts[p]; e < cover_starts[p + 1u]; e = e + 1u) {
         sum = sum + input[base + cover_entries[e]];
     }
-    let x = sum + bias[p];
-    output[r * n_visible + p] = select(x, sigmoid(x), dims.activation != 0u);
+    if ((dims.gather_flags & 2u) != 0u) {
+        let x = sum + bias[p];
+        output[r * n_visible + p] = select(x, sigmoid(x), dims.activation != 0u);
+    } else {
+        output[r * n_visible + p] = sum;
+    }
 }
 
 // column_sums: output[j] += sum_r input[r * n + j] over the cases, n = positions * units (a

@@ -17,6 +17,15 @@ struct LocalDims {
     cases: u32,
     // gather: 0 linear (Gaussian visible units), 1 sigmoid.
     activation: u32,
+    // The bank group a dispatch serves (weights split by bank where a layer's arrays exceed a
+    // storage binding): its first position and its number of positions. The group's weights
+    // buffer holds its banks only (untied), its products buffer its positions only.
+    first_position: u32,
+    group_positions: u32,
+    // gather: bit 0 adds onto the sums earlier groups stored, bit 1 (the last group) adds the
+    // bias and applies the activation.
+    gather_flags: u32,
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> dims: LocalDims;
@@ -25,6 +34,11 @@ const TILE: u32 = 16u;
 
 fn bank_of(q: u32) -> u32 {
     return select(q, 0u, dims.tied != 0u);
+}
+
+// The bank of position q within its group's weights buffer.
+fn group_bank(q: u32) -> u32 {
+    return select(q - dims.first_position, 0u, dims.tied != 0u);
 }
 
 fn pixel_of(q: u32, offset: u32) -> u32 {

@@ -13,8 +13,9 @@
 //
 // Layouts as local_rbm.wgsl (LocalDims, bank_of, pixel_of from local_rbm_geometry.wgsl).
 // weight_update: 64 x 64 blocks of one bank's width x units matrix per 16 x 16 workgroup, 4 x 4
-// weights per invocation, grid (ceil(units / 64), ceil(width / 64), banks), each invocation the
-// only writer of its weights. sample_hidden:
+// weights per invocation, grid (ceil(units / 64), ceil(width / 64), banks of the group), each
+// invocation the only writer of its weights; untied banks split into groups (local_rbm.wgsl)
+// are dispatched per group on the group's weights and velocity buffers. sample_hidden:
 // workgroups of 256 on a 2-D grid (x fastest, 65,535 wide). The bias updates: workgroups of 64,
 // one invocation per bias.
 
@@ -70,7 +71,9 @@ fn per_bank() -> u32 {
 
 @compute @workgroup_size(16, 16)
 fn weight_update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {
+    // The bank within the group's buffers; untied, it serves position first_position + bank.
     let bank = wg.z;
+    let own = dims.first_position + bank;
     let j0 = wg.x * BLOCK;
     let i0 = wg.y * BLOCK;
     let t = lid.y * 16u + lid.x;
@@ -90,7 +93,7 @@ fn weight_update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
             var a0 = 0.0;
             var a1 = 0.0;
             if (k < depth && i0 + m < dims.width) {
-                let q = select(bank, k % spread, dims.tied != 0u);
+                let q = select(own, k % spread, dims.tied != 0u);
                 let at = (k / spread) * n_visible + pixel_of(q, i0 + m);
                 a0 = visible0[at];
                 a1 = visible1[at];
@@ -101,7 +104,7 @@ fn weight_update(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
             var b0 = 0.0;
             var b1 = 0.0;
             if (k < depth && j0 + m < dims.units) {
-                let q = select(bank, k % spread, dims.tied != 0u);
+                let q = select(own, k % spread, dims.tied != 0u);
                 let at = ((k / spread) * dims.positions + q) * dims.units + j0 + m;
                 b0 = hidden0[at];
                 b1 = hidden1[at];

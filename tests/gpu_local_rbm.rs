@@ -133,3 +133,50 @@ fn layers_beyond_the_devices_grids_are_refused_by_flag() {
         assert!(check_fit(&ctx, &big, 192).unwrap_err().contains("storage binding limit"));
     }
 }
+
+/// The banks split into groups (forced by a small binding limit) train exactly as unsplit:
+/// every dispatch computes the same sums in the same order, the gather carries its partial
+/// sums from group to group in ascending positions. Untied (5 groups of 3 positions and one of
+/// 1 by the weights' limit; 8 groups of 2 by the products'), and tied at stride 1 (5 groups, by
+/// the products alone).
+#[test]
+fn banks_split_into_groups_train_as_unsplit() {
+    use deepbelief::gpu::buffers::upload;
+    use deepbelief::gpu::local_rbm_trainer::{bank_groups, GpuLocalTrainer};
+    use deepbelief::local_rbm::LocalCdSettings;
+    let ctx = context();
+    let cases = 13;
+    let untied = Geometry::new(12, 12, 1, 6, 2, 7, false).unwrap(); // 4 × 4 = 16 positions
+    let wide = Geometry::new(12, 12, 1, 6, 2, 20, false).unwrap(); // a bank (2,880 B) > a position's products (1,872 B)
+    let tied = Geometry::new(9, 9, 2, 3, 1, 5, true).unwrap(); // 49 positions
+    let bank = |g: &Geometry| (g.patch_inputs() * g.hidden_per_patch * 4) as u64;
+    let products = |g: &Geometry| (cases * g.patch_inputs() * 4) as u64;
+    let cases_of = [
+        (wide, VisibleUnits::Gaussian, 3 * bank(&wide), 6), // 3 positions a group by the weights
+        (untied, VisibleUnits::Gaussian, 2 * products(&untied), 8), // 2 by the products
+        (tied, VisibleUnits::Bernoulli, 10 * products(&tied), 5),
+    ];
+    for (k, (g, units, limit, expected_groups)) in cases_of.into_iter().enumerate() {
+        let plan = bank_groups(&g, cases, limit).unwrap();
+        assert_eq!(plan.iter().map(|p| p.1).sum::<usize>(), g.positions(), "{plan:?}");
+        assert!(plan.windows(2).all(|w| w[0].0 + w[0].1 == w[1].0), "{plan:?}");
+        let s = RngStream::new(60 + k as u64, 1, Purpose::DataSample);
+        let batch: Vec<f32> = (0..(cases * g.n_visible()) as u64).map(|i| s.uniform(i)).collect();
+        let settings = LocalCdSettings { visible_units: units, learning_rate: 0.05, seed: 3, ..Default::default() };
+        let start = random_layer(g, units, 11 + k as u64);
+        let mut whole = GpuLocalTrainer::new(&ctx, &start, settings.clone(), cases);
+        let mut split = GpuLocalTrainer::with_binding_limit(&ctx, &start, settings, cases, limit);
+        assert_eq!(whole.group_count(), 1);
+        assert_eq!(split.group_count(), expected_groups, "case {k}: {plan:?}");
+        let device_batch = upload(&ctx, "batch", &batch);
+        for _ in 0..3 {
+            whole.train_batch(&ctx, &device_batch);
+            split.train_batch(&ctx, &device_batch);
+        }
+        let (a, va) = pollster::block_on(whole.state(&ctx)).unwrap();
+        let (b, vb) = pollster::block_on(split.state(&ctx)).unwrap();
+        let moved = a.weights.iter().zip(&start.weights).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(moved > 1e-3, "the weights moved {moved}: the check would be empty");
+        assert!(a == b && va == vb, "case {k}: the split run differs from the whole one (worst weight gap {})", a.weights.iter().zip(&b.weights).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())));
+    }
+}

@@ -119,8 +119,8 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
         (("rtrl_sensitivity", "dims"), rust_layout!(recurrent::SensitivityDims { rows, k, width, block_cols, col0, own, accumulate, finish })),
         (("rtrl_step", "dims"), rust_layout!(recurrent_step::StepDims { layer, rows, block, blocks, total, outputs, out_offset, count, rate, _pad0, _pad1, _pad2 })),
-        (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
-        (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation })),
+        (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation, first_position, group_positions, gather_flags, _pad })),
+        (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation, first_position, group_positions, gather_flags, _pad })),
         (
             ("local_rbm_train", "params"),
             rust_layout!(local_rbm::TrainParams { key_lo, key_hi, step_lo, step_hi, count, learning_rate, momentum, weight_penalty, sparsity_penalty, sparsity_target, tied_scale, _pad }),
@@ -163,7 +163,7 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         ),
         (
             ("sparse_coding_basis", "params"),
-            rust_layout!(sparse_coding::BasisParams { n_inputs, n_bases, len, t_offset, span, groups, start_offset, change_offset, tolerance, half_data, _pad0, _pad1 }),
+            rust_layout!(sparse_coding::BasisParams { n_inputs, n_bases, len, t_offset, span, groups, start_offset, change_offset, tolerance, half_data, forget, _pad1 }),
         ),
         (("sparse_coding_basis", "state"), rust_layout!(sparse_coding::BasisState { running, iterations, accepted, any_step, objective, before, decrease, last_change })),
         (("evaluate", "params"), rust_layout!(evaluate::Params { rows, width, n_hidden, flags, index_start, out_offset, count, _pad })),

@@ -2,9 +2,9 @@
 //! products and the gathering reconstruction on the device, the twins of
 //! `local_rbm::passes` (tests/gpu_local_rbm.rs compares them on lavapipe).
 //!
-//! This is the first half of the device path: each call uploads its operands and reads the
-//! result back. The device-resident trainer (gradient and update kernels, buffers kept between
-//! batches, weight arrays split where a layer passes the storage-binding limit) is to come.
+//! Each call here uploads its operands and reads the result back, for one bank group (the
+//! whole layer); the device-resident trainer (`local_rbm_trainer`) keeps its buffers and
+//! splits the banks into groups where a layer passes the storage-binding limit.
 
 use super::buffers::{read_back, uniform_bytes, upload, zeros_f32};
 use super::shader::{assemble, module, Checks};
@@ -36,7 +36,16 @@ pub struct LocalDims {
     pub tied: u32,
     pub cases: u32,
     pub activation: u32,
+    pub first_position: u32,
+    pub group_positions: u32,
+    pub gather_flags: u32,
+    pub _pad: u32,
 }
+
+/// `gather_flags`: add onto the sums earlier bank groups stored.
+pub(crate) const GATHER_ACCUMULATE: u32 = 1;
+/// `gather_flags`: the last group adds the bias and applies the activation.
+pub(crate) const GATHER_FINISH: u32 = 2;
 
 /// The passes' module as compiled.
 pub(crate) fn source() -> String {
@@ -82,6 +91,10 @@ pub(crate) fn dims(layer: &LocalRbm, cases: usize) -> LocalDims {
         tied: g.tied as u32,
         cases: cases as u32,
         activation: matches!(layer.visible_units, VisibleUnits::Bernoulli) as u32,
+        first_position: 0,
+        group_positions: g.positions() as u32,
+        gather_flags: GATHER_FINISH,
+        _pad: 0,
     }
 }
 

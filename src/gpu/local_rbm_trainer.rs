@@ -1,19 +1,23 @@
 //! CD-1 of a local-patch RBM resident on the device: the parameters, their velocities, the
-//! cover lists and one batch's intermediates stay in device buffers; a batch is eight
-//! dispatches in one submission (up, sample, down products, gather, up, weight update, the two
-//! bias updates) with the kernels of shaders/local_rbm.wgsl and local_rbm_train.wgsl. The CPU
-//! twin is `local_rbm::LocalCdTrainer` (tests/gpu_local_rbm.rs compares a few batches).
+//! cover lists and one batch's intermediates stay in device buffers; a batch is one submission
+//! (up, sample, then per bank group the down products and their gather, up, the weight update
+//! per bank group, the two bias updates) with the kernels of shaders/local_rbm.wgsl and
+//! local_rbm_train.wgsl. The CPU twin is `local_rbm::LocalCdTrainer` (tests/gpu_local_rbm.rs
+//! compares a few batches, split and unsplit).
 //!
-//! Limits: every array must fit one storage binding (WebGPU's default 128 MiB; native adapters
-//! give more, see `buffers::context_with_adapter_limits`). Raina's 192² layer's weights are
-//! 214 MB, so on the web it needs the weights split by bank (not done yet).
+//! Bank groups: where the weights (or the per-position products of a batch) would exceed one
+//! storage binding (WebGPU's default 128 MiB; natively the adapter's limit, see
+//! `buffers::context_with_adapter_limits`), the positions are split into consecutive groups,
+//! each with its own weights and velocity buffers (its banks; a tied layer's one bank is shared)
+//! and cover lists; one products buffer sized for the largest group serves them in turn.
+//! Raina's 192² layer (214 MB of weights) runs in two groups on the web.
 
-use super::buffers::{read_back, uniform_bytes, upload, zeros_f32};
+use super::buffers::{uniform_bytes, upload, zeros_f32};
+use super::local_rbm::{dims, source, train_source, LocalDims, TrainParams, GATHER_ACCUMULATE, GATHER_FINISH};
 use super::read_ranges;
-use super::local_rbm::{dims, source, train_source, LocalDims, TrainParams};
 use super::shader::{module, Checks};
 use super::{GpuContext, GpuError};
-use crate::local_rbm::{CoverLists, LocalCdSettings, LocalRbm, LocalVelocities};
+use crate::local_rbm::{CoverLists, Geometry, LocalCdSettings, LocalRbm, LocalVelocities};
 
 /// Outputs per workgroup side of the products (local_rbm.wgsl's and local_rbm_train.wgsl's BLOCK).
 const BLOCK: u32 = 64;
@@ -30,21 +34,32 @@ struct Pipelines {
     column_sums: wgpu::ComputePipeline,
 }
 
+/// Consecutive positions whose banks (untied) live in one weights buffer.
+struct BankGroup {
+    positions: usize,
+    /// The layer's dims with this group's positions and gather flags.
+    dims: wgpu::Buffer,
+    /// The group's banks (untied) or the one shared bank (tied: the same buffer in every group).
+    weights: wgpu::Buffer,
+    velocity: wgpu::Buffer,
+    /// The cover lists of this group's positions, entries `(q − first) · width + offset`.
+    cover_starts: wgpu::Buffer,
+    cover_entries: wgpu::Buffer,
+}
+
 pub struct GpuLocalTrainer {
     pub settings: LocalCdSettings,
     layer: LocalRbm,
     cases: usize,
     pipelines: Pipelines,
+    /// The whole layer's dims (one group): the sampling, bias updates and a tied weight update.
     dims: wgpu::Buffer,
     params: wgpu::Buffer,
-    weights: wgpu::Buffer,
-    velocity: wgpu::Buffer,
+    groups: Vec<BankGroup>,
     hidden_bias: wgpu::Buffer,
     hidden_velocity: wgpu::Buffer,
     visible_bias: wgpu::Buffer,
     visible_velocity: wgpu::Buffer,
-    cover_starts: wgpu::Buffer,
-    cover_entries: wgpu::Buffer,
     hidden0: wgpu::Buffer,
     samples: wgpu::Buffer,
     products: wgpu::Buffer,
@@ -55,25 +70,60 @@ pub struct GpuLocalTrainer {
     pub epoch: usize,
 }
 
+/// The positions of each bank group, `(first, count)`, when no buffer may hold more than
+/// `limit` bytes: as many positions per group as both a group's banks (untied) and its
+/// products for `cases` cases allow; `None` when one position alone does not fit.
+pub fn bank_groups(geometry: &Geometry, cases: usize, limit: u64) -> Option<Vec<(usize, usize)>> {
+    let bank_bytes = (geometry.patch_inputs() * geometry.hidden_per_patch * 4) as u64;
+    let products_bytes = (cases * geometry.patch_inputs() * 4) as u64;
+    let by_weights = if geometry.tied { u64::MAX } else { limit / bank_bytes.max(1) };
+    let per_group = by_weights.min(limit / products_bytes.max(1)).min(geometry.positions() as u64) as usize;
+    if per_group == 0 || bank_bytes > limit {
+        return None;
+    }
+    let positions = geometry.positions();
+    Some((0..positions.div_ceil(per_group)).map(|k| (k * per_group, per_group.min(positions - k * per_group))).collect())
+}
+
 /// Whether a layer of `geometry` trained in batches of `cases` fits this device: every array
-/// within one storage binding (splitting by bank is not done yet) and every dispatch within the
-/// 65,535 workgroups a grid dimension allows. The error says which, naming the flags.
-pub fn check_fit(ctx: &GpuContext, geometry: &crate::local_rbm::Geometry, cases: usize) -> Result<(), String> {
-    let grids = [("patch positions (--stride)", geometry.positions()), ("visible units / 64 (--image-size)", geometry.n_visible().div_ceil(64)), ("cases / 16 (--batch)", cases.div_ceil(16))];
+/// but the weights and products (split into bank groups) within one storage binding, one bank
+/// and one position's products too, and every dispatch within the 65,535 workgroups a grid
+/// dimension allows. The error says which, naming the flags.
+pub fn check_fit(ctx: &GpuContext, geometry: &Geometry, cases: usize) -> Result<(), String> {
+    let grids = [
+        ("patch positions (--stride)", geometry.positions()),
+        ("visible units / 64 (--image-size)", geometry.n_visible().div_ceil(64)),
+        ("hidden units / 64 (--image-size, --hidden-per-patch)", geometry.n_hidden().div_ceil(64)),
+        ("cases / 16 (--batch)", cases.div_ceil(16)),
+    ];
     for (what, groups) in grids {
         if groups > MAX_GROUPS as usize {
             return Err(format!("{what}: {groups} workgroups in one grid dimension, more than the {MAX_GROUPS} a dispatch allows; try --backend cpu"));
         }
     }
-    let limits = ctx.device.limits();
-    let largest = [geometry.weight_count(), cases * geometry.positions() * geometry.patch_inputs(), cases * geometry.n_hidden(), cases * geometry.n_visible()].into_iter().max().unwrap_or(0) as u64 * 4;
-    if largest > limits.max_storage_buffer_binding_size {
+    let limit = ctx.device.limits().max_storage_buffer_binding_size;
+    let largest = [cases * geometry.n_hidden(), cases * geometry.n_visible()].into_iter().max().unwrap_or(0) as u64 * 4;
+    if largest > limit || bank_groups(geometry, cases, limit).is_none() {
         return Err(format!(
-            "--batch / --hidden-per-patch / --image-size: a {largest}-byte array exceeds this device's storage binding limit of {} bytes (splitting by bank is not implemented yet); try --backend cpu",
-            limits.max_storage_buffer_binding_size
+            "--batch / --hidden-per-patch / --image-size: a {}-byte array exceeds this device's storage binding limit of {limit} bytes even with the weights split by bank; try --backend cpu",
+            largest.max((geometry.patch_inputs() * geometry.hidden_per_patch.max(cases) * 4) as u64)
         ));
     }
     Ok(())
+}
+
+/// The cover lists of positions `first .. first + count`, entries rebased to the group's
+/// products (`(q − first) · width + offset`), in the full lists' (ascending position) order.
+fn group_cover(cover: &CoverLists, width: usize, first: usize, count: usize) -> CoverLists {
+    let (low, high) = ((first * width) as u32, ((first + count) * width) as u32);
+    let mut starts = Vec::with_capacity(cover.starts.len());
+    let mut entries = Vec::new();
+    starts.push(0);
+    for pixel in 0..cover.starts.len() - 1 {
+        entries.extend(cover.covering(pixel).iter().filter(|&&e| e >= low && e < high).map(|&e| e - low));
+        starts.push(entries.len() as u32);
+    }
+    CoverLists { starts, entries }
 }
 
 fn pipeline(device: &wgpu::Device, shader: &wgpu::ShaderModule, entry: &str) -> wgpu::ComputePipeline {
@@ -81,8 +131,15 @@ fn pipeline(device: &wgpu::Device, shader: &wgpu::ShaderModule, entry: &str) -> 
 }
 
 impl GpuLocalTrainer {
-    /// Uploads `layer` (momentum at rest) for batches of exactly `cases` cases.
+    /// Uploads `layer` (momentum at rest) for batches of exactly `cases` cases, its banks split
+    /// into groups under the device's storage binding limit.
     pub fn new(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize) -> GpuLocalTrainer {
+        Self::with_binding_limit(ctx, layer, settings, cases, ctx.device.limits().max_storage_buffer_binding_size)
+    }
+
+    /// As `new`, with bank groups of at most `limit` bytes (tests force small groups). Panics
+    /// where one bank or one position's products exceed it (`check_fit` refuses those first).
+    pub fn with_binding_limit(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize, limit: u64) -> GpuLocalTrainer {
         let g = layer.geometry;
         let device = &ctx.device;
         let passes = module(device, "local_rbm", source(), Checks::Bounded);
@@ -97,26 +154,52 @@ impl GpuLocalTrainer {
             hidden_bias_update: pipeline(device, &train, "hidden_bias_update"),
             column_sums: pipeline(device, &passes, "column_sums"),
         };
+        let plan = bank_groups(&g, cases, limit).expect("a bank and a position's products within the binding limit (check_fit)");
         let cover = CoverLists::new(&g);
-        let d: LocalDims = dims(layer, cases);
+        let bank_size = g.patch_inputs() * g.hidden_per_patch;
+        let shared = g.tied.then(|| (upload(ctx, "local_weights", &layer.weights), zeros_f32(ctx, "local_velocity", layer.weights.len())));
+        let last = plan.len() - 1;
+        let groups = plan
+            .iter()
+            .enumerate()
+            .map(|(k, &(first, positions))| {
+                let mut d: LocalDims = dims(layer, cases);
+                d.first_position = first as u32;
+                d.group_positions = positions as u32;
+                d.gather_flags = if k > 0 { GATHER_ACCUMULATE } else { 0 } | if k == last { GATHER_FINISH } else { 0 };
+                let (weights, velocity) = match &shared {
+                    Some((w, v)) => (w.clone(), v.clone()),
+                    None => (upload(ctx, "local_weights", &layer.weights[first * bank_size..(first + positions) * bank_size]), zeros_f32(ctx, "local_velocity", positions * bank_size)),
+                };
+                let lists = if plan.len() == 1 { CoverLists { starts: cover.starts.clone(), entries: cover.entries.clone() } } else { group_cover(&cover, g.patch_inputs(), first, positions) };
+                BankGroup {
+                    positions,
+                    dims: uniform_bytes(ctx, "local_group_dims", bytemuck::bytes_of(&d)),
+                    weights,
+                    velocity,
+                    cover_starts: upload(ctx, "cover_starts", &lists.starts),
+                    // An empty binding is not allowed: a group covering nothing keeps one entry.
+                    cover_entries: upload(ctx, "cover_entries", if lists.entries.is_empty() { &[0u32][..] } else { &lists.entries }),
+                }
+            })
+            .collect::<Vec<_>>();
+        let largest = groups.iter().map(|gr| gr.positions).max().unwrap_or(0);
         GpuLocalTrainer {
-            dims: uniform_bytes(ctx, "local_dims", bytemuck::bytes_of(&d)),
+            dims: uniform_bytes(ctx, "local_dims", bytemuck::bytes_of(&dims(layer, cases))),
             params: uniform_bytes(ctx, "local_train_params", &[0u8; std::mem::size_of::<TrainParams>()]),
-            weights: upload(ctx, "local_weights", &layer.weights),
-            velocity: zeros_f32(ctx, "local_velocity", layer.weights.len()),
+            groups,
             hidden_bias: upload(ctx, "local_hidden_bias", &layer.hidden_bias),
             hidden_velocity: zeros_f32(ctx, "local_hidden_velocity", layer.hidden_bias.len()),
             visible_bias: upload(ctx, "local_visible_bias", &layer.visible_bias),
             visible_velocity: zeros_f32(ctx, "local_visible_velocity", layer.visible_bias.len()),
-            cover_starts: upload(ctx, "cover_starts", &cover.starts),
-            cover_entries: upload(ctx, "cover_entries", &cover.entries),
             hidden0: zeros_f32(ctx, "local_hidden0", cases * g.n_hidden()),
             samples: zeros_f32(ctx, "local_samples", cases * g.n_hidden()),
-            products: zeros_f32(ctx, "local_products", cases * g.positions() * g.patch_inputs()),
+            products: zeros_f32(ctx, "local_products", cases * largest * g.patch_inputs()),
             visible1: zeros_f32(ctx, "local_visible1", cases * g.n_visible()),
             hidden1: zeros_f32(ctx, "local_hidden1", cases * g.n_hidden()),
             pipelines,
-            layer: layer.clone(),
+            // Geometry and units only: the parameters live on the device.
+            layer: LocalRbm { geometry: g, visible_units: layer.visible_units, weights: Vec::new(), hidden_bias: Vec::new(), visible_bias: Vec::new() },
             cases,
             settings,
             step: 0,
@@ -124,11 +207,21 @@ impl GpuLocalTrainer {
         }
     }
 
+    /// Bank groups the layer runs in (1 where everything fits one binding).
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
     /// A bind group of `entries` plus the dims at binding 0 (every entry point but
     /// `sample_hidden` reads them; auto layouts hold only the bindings a kernel uses).
     fn bind(&self, ctx: &GpuContext, pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
+        self.bind_with(ctx, pipeline, &self.dims, entries)
+    }
+
+    /// `bind` with a group's dims.
+    fn bind_with(&self, ctx: &GpuContext, pipeline: &wgpu::ComputePipeline, dims: &wgpu::Buffer, entries: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
         let uses_dims = !std::ptr::eq(pipeline, &self.pipelines.sample_hidden);
-        let mut all: Vec<wgpu::BindGroupEntry> = uses_dims.then(|| wgpu::BindGroupEntry { binding: 0, resource: self.dims.as_entire_binding() }).into_iter().collect();
+        let mut all: Vec<wgpu::BindGroupEntry> = uses_dims.then(|| wgpu::BindGroupEntry { binding: 0, resource: dims.as_entire_binding() }).into_iter().collect();
         all.extend(entries.iter().map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() }));
         ctx.device.create_bind_group(&wgpu::BindGroupDescriptor { label: None, layout: &pipeline.get_bind_group_layout(0), entries: &all })
     }
@@ -157,28 +250,48 @@ impl GpuLocalTrainer {
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let p = &self.pipelines;
         let cases = self.cases as u32;
-        let (units, width, positions) = (g.hidden_per_patch as u32, g.patch_inputs() as u32, g.positions() as u32);
+        let (units, width) = (g.hidden_per_patch as u32, g.patch_inputs() as u32);
         let sample_groups = (count as u32).div_ceil(256);
-        let steps: Vec<(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> = vec![
-            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, batch), (4, &self.hidden0)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
-            (&p.sample_hidden, self.bind(ctx, &p.sample_hidden, &[(1, &self.params), (6, &self.hidden0), (8, &self.samples)]), (sample_groups.min(MAX_GROUPS), sample_groups.div_ceil(MAX_GROUPS), 1)),
-            (&p.down_products, self.bind(ctx, &p.down_products, &[(1, &self.weights), (3, &self.samples), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
-            (&p.gather, self.bind(ctx, &p.gather, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &self.cover_starts), (6, &self.cover_entries)]), ((g.n_visible() as u32).div_ceil(64), cases, 1)),
-            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, &self.visible1), (4, &self.hidden1)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
-            (
+        let mut steps: Vec<(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> = Vec::new();
+        self.push_up(ctx, batch, &self.hidden0, &mut steps);
+        steps.push((&p.sample_hidden, self.bind(ctx, &p.sample_hidden, &[(1, &self.params), (6, &self.hidden0), (8, &self.samples)]), (sample_groups.min(MAX_GROUPS), sample_groups.div_ceil(MAX_GROUPS), 1)));
+        for group in &self.groups {
+            let z = group.positions as u32;
+            steps.push((&p.down_products, self.bind_with(ctx, &p.down_products, &group.dims, &[(1, &group.weights), (3, &self.samples), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), z)));
+            steps.push((
+                &p.gather,
+                self.bind_with(ctx, &p.gather, &group.dims, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &group.cover_starts), (6, &group.cover_entries)]),
+                ((g.n_visible() as u32).div_ceil(64), cases, 1),
+            ));
+        }
+        self.push_up(ctx, &self.visible1, &self.hidden1, &mut steps);
+        // Tied: the one bank's gradient runs over every position, with the whole layer's dims.
+        let updates: Vec<(&wgpu::Buffer, &BankGroup, u32)> = if g.tied { vec![(&self.dims, &self.groups[0], 1)] } else { self.groups.iter().map(|gr| (&gr.dims, gr, gr.positions as u32)).collect() };
+        for (dims, group, banks) in updates {
+            steps.push((
                 &p.weight_update,
-                self.bind(ctx, &p.weight_update, &[(1, &self.params), (2, &self.weights), (3, &self.velocity), (4, batch), (5, &self.visible1), (6, &self.hidden0), (7, &self.hidden1)]),
-                (units.div_ceil(BLOCK), width.div_ceil(BLOCK), g.banks() as u32),
-            ),
-            (&p.visible_bias_update, self.bind(ctx, &p.visible_bias_update, &[(1, &self.params), (2, &self.visible_bias), (3, &self.visible_velocity), (4, batch), (5, &self.visible1)]), ((g.n_visible() as u32).div_ceil(64), 1, 1)),
-            (
-                &p.hidden_bias_update,
-                self.bind(ctx, &p.hidden_bias_update, &[(1, &self.params), (2, &self.hidden_bias), (3, &self.hidden_velocity), (6, &self.hidden0), (7, &self.hidden1)]),
-                ((g.hidden_bias_count() as u32).div_ceil(64), 1, 1),
-            ),
-        ];
+                self.bind_with(ctx, &p.weight_update, dims, &[(1, &self.params), (2, &group.weights), (3, &group.velocity), (4, batch), (5, &self.visible1), (6, &self.hidden0), (7, &self.hidden1)]),
+                (units.div_ceil(BLOCK), width.div_ceil(BLOCK), banks),
+            ));
+        }
+        steps.push((&p.visible_bias_update, self.bind(ctx, &p.visible_bias_update, &[(1, &self.params), (2, &self.visible_bias), (3, &self.visible_velocity), (4, batch), (5, &self.visible1)]), ((g.n_visible() as u32).div_ceil(64), 1, 1)));
+        steps.push((
+            &p.hidden_bias_update,
+            self.bind(ctx, &p.hidden_bias_update, &[(1, &self.params), (2, &self.hidden_bias), (3, &self.hidden_velocity), (6, &self.hidden0), (7, &self.hidden1)]),
+            ((g.hidden_bias_count() as u32).div_ceil(64), 1, 1),
+        ));
         Self::submit(ctx, &steps);
         self.step += 1;
+    }
+
+    /// The up pass `output = σ(c + up(input))`, one dispatch per bank group.
+    fn push_up<'a>(&'a self, ctx: &GpuContext, input: &wgpu::Buffer, output: &wgpu::Buffer, steps: &mut Vec<(&'a wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>) {
+        let g = self.layer.geometry;
+        let (units, cases) = (g.hidden_per_patch as u32, self.cases as u32);
+        for group in &self.groups {
+            let bind = self.bind_with(ctx, &self.pipelines.up, &group.dims, &[(1, &group.weights), (2, &self.hidden_bias), (3, input), (4, output)]);
+            steps.push((&self.pipelines.up, bind, (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), group.positions as u32)));
+        }
     }
 
     /// Runs `steps` (pipeline, bind group, grid) in one submission, one pass each (each reads
@@ -201,44 +314,48 @@ impl GpuLocalTrainer {
         let g = self.layer.geometry;
         let p = &self.pipelines;
         let hidden = zeros_f32(ctx, "local_propagated", self.cases * g.n_hidden());
-        let (units, cases, positions) = (g.hidden_per_patch as u32, self.cases as u32, g.positions() as u32);
-        let steps = [
-            (&p.up, self.bind(ctx, &p.up, &[(1, &self.weights), (2, &self.hidden_bias), (3, batch), (4, &hidden)]), (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), positions)),
-            (&p.column_sums, self.bind(ctx, &p.column_sums, &[(3, &hidden), (4, sums)]), ((g.n_hidden() as u32).div_ceil(64), 1, 1)),
-        ];
+        let mut steps = Vec::new();
+        self.push_up(ctx, batch, &hidden, &mut steps);
+        steps.push((&p.column_sums, self.bind(ctx, &p.column_sums, &[(3, &hidden), (4, sums)]), ((g.n_hidden() as u32).div_ceil(64), 1, 1)));
         Self::submit(ctx, &steps);
         hidden
     }
 
     /// The model and its velocities (weights, hidden biases, visible biases) as they stand on
-    /// the device, in one read-back: the state a lost device resumes from on the CPU.
+    /// the device: the state a lost device resumes from on the CPU. One read-back per bank
+    /// group's weights and velocities (a staging buffer holds no more than a binding), one for
+    /// the biases.
     pub async fn state(&self, ctx: &GpuContext) -> Result<(LocalRbm, LocalVelocities), GpuError> {
+        let floats = |bytes: &[u8]| bytemuck::pod_collect_to_vec::<u8, f32>(bytes);
+        let g = self.layer.geometry;
+        let (nh, nv) = (g.hidden_bias_count(), g.n_visible());
+        let mut weights = Vec::with_capacity(g.weight_count());
+        let mut velocity = Vec::with_capacity(g.weight_count());
+        let shared = if g.tied { &self.groups[..1] } else { &self.groups[..] };
+        for group in shared {
+            let size = group.weights.size().min((g.weight_count() * 4) as u64);
+            for (buffer, out) in [(&group.weights, &mut weights), (&group.velocity, &mut velocity)] {
+                let parts = read_ranges(ctx, &[(buffer, 0, size)]).await?;
+                out.extend(floats(&parts[0]));
+            }
+        }
         let bytes = |len: usize| (len * 4) as u64;
-        let (nw, nh, nv) = (self.layer.weights.len(), self.layer.hidden_bias.len(), self.layer.visible_bias.len());
         let parts = read_ranges(
             ctx,
             &[
-                (&self.weights, 0, bytes(nw)),
                 (&self.hidden_bias, 0, bytes(nh)),
                 (&self.visible_bias, 0, bytes(nv)),
-                (&self.velocity, 0, bytes(nw)),
                 (&self.hidden_velocity, 0, bytes(nh)),
                 (&self.visible_velocity, 0, bytes(nv)),
             ],
         )
         .await?;
-        let floats = |k: usize| bytemuck::pod_collect_to_vec::<u8, f32>(&parts[k]);
-        let mut layer = self.layer.clone();
-        (layer.weights, layer.hidden_bias, layer.visible_bias) = (floats(0), floats(1), floats(2));
-        Ok((layer, LocalVelocities { weights: floats(3), hidden_bias: floats(4), visible_bias: floats(5) }))
+        let layer = LocalRbm { geometry: g, visible_units: self.layer.visible_units, weights, hidden_bias: floats(&parts[0]), visible_bias: floats(&parts[1]) };
+        Ok((layer, LocalVelocities { weights: velocity, hidden_bias: floats(&parts[2]), visible_bias: floats(&parts[3]) }))
     }
 
     /// The model as it stands on the device.
     pub async fn model(&self, ctx: &GpuContext) -> Result<LocalRbm, GpuError> {
-        let mut layer = self.layer.clone();
-        layer.weights = read_back(ctx, &self.weights, 0, layer.weights.len()).await?;
-        layer.hidden_bias = read_back(ctx, &self.hidden_bias, 0, layer.hidden_bias.len()).await?;
-        layer.visible_bias = read_back(ctx, &self.visible_bias, 0, layer.visible_bias.len()).await?;
-        Ok(layer)
+        Ok(self.state(ctx).await?.0)
     }
 }
