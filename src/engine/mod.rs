@@ -28,6 +28,7 @@ pub mod local_rbm;
 pub mod local_stack;
 pub mod run;
 pub mod sparse_coding;
+pub mod recurrent;
 pub mod sparse_coding_session;
 pub mod stack;
 

@@ -97,6 +97,8 @@ impl TensorBlock {
 pub struct StepsReport {
     pub errors: Vec<f64>,
     pub outputs: Vec<f32>,
+    /// The weights after the last step, where asked for (read in the same map).
+    pub params: Option<Vec<f32>>,
 }
 
 // Kernel indices into `DeviceRtrl::pipelines`.
@@ -444,6 +446,15 @@ impl DeviceRtrl {
     /// `inputs` (`steps × n_in`) and `targets` (`steps × n_out`), recorded `capacity` at a time
     /// into one submission each; every step's `E` and output come back.
     pub async fn train_steps(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32) -> Result<StepsReport, GpuError> {
+        self.run_steps(ctx, inputs, targets, rate, false).await
+    }
+
+    /// [`DeviceRtrl::train_steps`], the weights read back with the last submission's results.
+    pub async fn train_steps_reading_params(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32) -> Result<StepsReport, GpuError> {
+        self.run_steps(ctx, inputs, targets, rate, true).await
+    }
+
+    async fn run_steps(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32, read_params: bool) -> Result<StepsReport, GpuError> {
         let (n_in, n_out) = (self.layers[0], *self.layers.last().expect("layers"));
         let steps = inputs.len() / n_in.max(1);
         assert!(inputs.len() == steps * n_in && targets.len() == steps * n_out, "examples' sizes");
@@ -451,7 +462,7 @@ impl DeviceRtrl {
             ctx.queue.write_buffer(&self.euler_dims, 0, bytemuck::bytes_of(&StepDims { rate, ..self.euler_template }));
             self.rate = Some(rate);
         }
-        let mut report = StepsReport { errors: Vec::with_capacity(steps), outputs: Vec::with_capacity(steps * n_out) };
+        let mut report = StepsReport { errors: Vec::with_capacity(steps), outputs: Vec::with_capacity(steps * n_out), params: None };
         let mut start = 0;
         while start < steps {
             let count = self.capacity.min(steps - start);
@@ -462,11 +473,18 @@ impl DeviceRtrl {
                 self.record_step(&mut encoder, s);
             }
             ctx.queue.submit([encoder.finish()]);
-            let parts = super::read_ranges(ctx, &[(&self.errors, 0, (count * 4) as u64), (&self.outputs, 0, (count * n_out * 4) as u64)]).await?;
+            start += count;
+            let mut ranges = vec![(&self.errors, 0, (count * 4) as u64), (&self.outputs, 0, (count * n_out * 4) as u64)];
+            if read_params && start == steps {
+                ranges.push((&self.params, 0, (self.params_len * 4) as u64));
+            }
+            let parts = super::read_ranges(ctx, &ranges).await?;
             let errors: Vec<f32> = bytemuck::pod_collect_to_vec(&parts[0]);
             report.errors.extend(errors.iter().map(|&e| e as f64));
             report.outputs.extend(bytemuck::pod_collect_to_vec::<u8, f32>(&parts[1]));
-            start += count;
+            if let Some(params) = parts.get(2) {
+                report.params = Some(bytemuck::pod_collect_to_vec(params));
+            }
         }
         Ok(report)
     }

@@ -109,6 +109,8 @@ macro_rules! all_engine_checks {
             sparse_coding::sparse_coding_device_loss_resumes_on_cpu,
             local_rbm::local_rbm_stack_matches_cpu_and_loops,
             local_rbm::local_rbm_device_loss_resumes_on_cpu,
+            recurrent::recurrent_session_follows_cpu,
+            recurrent::recurrent_device_loss_resumes_on_cpu,
         );
     };
 }

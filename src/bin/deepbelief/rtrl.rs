@@ -8,12 +8,14 @@
 //! `--out`, atomically. `--resume FILE` continues a saved model: its graph, task, trainer and
 //! seed; the task stream goes on where it stopped; the sensitivities restart at zero.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::out_lock::OutLock;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
 use deepbelief::format::recurrent::{read, to_json, Evaluation, SavedRecurrent, FORMAT};
 use deepbelief::recurrent::train::{Progress, TrainerSpec};
-use deepbelief::recurrent::{evaluate, train, Network, Preset, RtrlMode, TaskSpec, TaskStream, Trainer};
+use deepbelief::engine::recurrent::RecurrentSession;
+use deepbelief::recurrent::{evaluate, Network, Preset, RtrlMode, TaskSpec, TaskStream};
 use deepbelief::report::atomic::write_atomically;
 use serde_json::json;
 use std::path::PathBuf;
@@ -96,6 +98,10 @@ pub struct RtrlArgs {
     /// Print the summary as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
+    /// Where RTRL runs: cpu, gpu (every step on the device, steps batched per submission), or
+    /// auto (the GPU when a hardware adapter exists). BPTT runs on the CPU.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
 }
 
 fn task_spec(args: &RtrlArgs) -> TaskSpec {
@@ -165,7 +171,12 @@ pub fn run(args: RtrlArgs) -> Result<(), String> {
     if !(saved.rate > 0.0 && saved.rate.is_finite()) {
         return Err(format!("--rate is {}; expected a finite number > 0", saved.rate));
     }
-    let mut trainer = Trainer::new(&net, saved.trainer).map_err(|e| format!("--{e}"))?;
+    let engine = backend_choice::engine(args.backend)?;
+    let mut session = RecurrentSession::new(&engine, net.clone(), saved.trainer).map_err(|e| format!("--{e}"))?;
+    if let Some(reason) = &session.reason {
+        eprintln!("notice: {reason}; running on the CPU");
+    }
+    let started_on_device = session.on_device();
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
     let _lock = OutLock::acquire(&args.out)?;
     let mut stream = TaskStream::at(saved.task, saved.seed, saved.steps);
@@ -190,7 +201,7 @@ pub fn run(args: RtrlArgs) -> Result<(), String> {
     let every = args.report_every.unwrap_or((args.steps / 10).max(1));
     let started = std::time::Instant::now();
     let mut history = Vec::new();
-    let all = train(&mut net, &mut trainer, &mut stream, saved.rate, args.steps, every, |step, tally| {
+    let all = pollster::block_on(session.train(&mut stream, saved.rate, args.steps, every, |step, tally| {
         output.text(&format!(
             "  step {step}: mean E {:.6}, accuracy {:.2}% (bits {:.2}%), {:.1} s",
             tally.mean_error(),
@@ -199,8 +210,12 @@ pub fn run(args: RtrlArgs) -> Result<(), String> {
             started.elapsed().as_secs_f64()
         ));
         history.push(Progress { step, mean_error: tally.mean_error(), accuracy: tally.accuracy(), bit_accuracy: tally.bit_accuracy() });
-    })
+    }, |_, _, _| {}))
     .map_err(|e| format!("--{e}"))?;
+    if started_on_device && !session.on_device() {
+        eprintln!("notice: {}", session.reason.as_deref().unwrap_or("the device was lost"));
+    }
+    net = session.net.clone();
     let seconds = started.elapsed().as_secs_f64();
     let held_out = evaluate(&net, saved.task, saved.seed, args.eval_steps);
     let evaluation = Evaluation { steps: args.eval_steps, mean_error: held_out.mean_error(), accuracy: held_out.accuracy(), bit_accuracy: held_out.bit_accuracy() };
@@ -226,7 +241,7 @@ pub fn run(args: RtrlArgs) -> Result<(), String> {
         "task": saved.task.name(), "trainer": saved.trainer.name(), "layers": saved.graph.layers, "steps": saved.steps,
         "training_mean_error": all.mean_error(), "training_accuracy": all.accuracy(),
         "accuracy": evaluation.accuracy, "bit_accuracy": evaluation.bit_accuracy, "mean_error": evaluation.mean_error,
-        "seconds": seconds, "microseconds_per_step": per_step_us, "model": path.display().to_string(),
+        "seconds": seconds, "microseconds_per_step": per_step_us, "model": path.display().to_string(), "backend": session.backend_name(),
     }));
     Ok(())
 }

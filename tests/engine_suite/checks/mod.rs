@@ -7,6 +7,7 @@ pub mod chains;
 pub mod evaluate;
 pub mod local_rbm;
 pub mod operations;
+pub mod recurrent;
 pub mod sparse_coding;
 pub mod trainer;
 
