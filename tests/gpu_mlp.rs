@@ -161,3 +161,57 @@ fn clip_and_no_robust_match() {
     assert_epochs_match(&runs, 2e-5);
     assert!(max_weight_difference(&runs) <= 1e-4);
 }
+
+/// `Engine::train_mlp` on the device: checkpoints see the weights after their epoch; a device
+/// lost after epoch 20 leaves the run to the CPU from epoch 20's weights (the rule afresh), and
+/// the epochs still number on to the end.
+#[test]
+fn engine_falls_back_to_the_cpu_when_the_device_is_lost() {
+    let Some(ctx) = context() else { return };
+    let engine = deepbelief::engine::Engine::Gpu(ctx);
+    let sizes = [12, 7, 3];
+    let (inputs, targets) = problem(100, 12, 3, 5);
+    let cases = Cases { inputs: &inputs, targets: &targets, n_inputs: 12, n_outputs: 3 };
+    let mut net = Network::zeros(&sizes, OutputKind::Logistic);
+    uniform_start(&mut net, 0.5, 3);
+    let rules = StepRuleSettings { up: 1.3, down: 0.7, ..StepRuleSettings::default() };
+    let settings = FullBatchSettings { optimizer: Optimizer::AdaptiveStep, rules, epochs: 50 };
+    let mut epochs = Vec::new();
+    let mut first_error = f64::NAN;
+    let mut checkpoints = Vec::new();
+    let run = engine
+        .train_mlp(&mut net, cases, settings, 10, &mut |r, n| {
+            epochs.push(r.epoch);
+            if r.epoch == 1 {
+                first_error = r.error;
+            }
+            if let Some(n) = n {
+                checkpoints.push((r.epoch, n.to_params()));
+            }
+            if r.epoch == 20 {
+                engine.simulate_loss();
+            }
+            true
+        })
+        .expect("the run ends on the CPU");
+    let (after, why) = run.fell_back.expect("the run left the device");
+    assert_eq!(after, 20, "the last submission that came back ended at epoch 20 ({why})");
+    assert_eq!(epochs, (1..=50).collect::<Vec<_>>());
+    assert_eq!(run.outcome.epochs, 50);
+    // The device's checkpoints at 10 and 20 against the CPU's own run to those epochs.
+    let mut reference = Network::zeros(&sizes, OutputKind::Logistic);
+    uniform_start(&mut reference, 0.5, 3);
+    let mut cpu_at = Vec::new();
+    train_full_batch(&CpuBackend, &mut reference, cases, 0.0, FullBatchSettings { epochs: 20, ..settings }, None, "test", &mut |r, n| {
+        if r.epoch % 10 == 0 {
+            cpu_at.push(n.to_params());
+        }
+        true
+    })
+    .unwrap();
+    for ((epoch, device), cpu) in checkpoints.iter().filter(|(e, _)| *e <= 20).zip(&cpu_at) {
+        let diff = device.iter().zip(cpu).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(diff <= 1e-4, "checkpoint at epoch {epoch}: weights differ by {diff}");
+    }
+    assert!(run.outcome.error < first_error, "the CPU carried on: error {} after {first_error} at the start", run.outcome.error);
+}

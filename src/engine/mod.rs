@@ -25,6 +25,8 @@ pub mod chains;
 pub mod evaluate;
 pub mod layer;
 pub mod local_rbm;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod mlp;
 pub mod local_stack;
 pub mod run;
 pub mod sparse_coding;

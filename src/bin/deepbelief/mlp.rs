@@ -7,6 +7,7 @@
 //! errors.csv (every epoch) and MLP.LOG (settings, errors, stage timers) into `--out`,
 //! each through a temporary file and a rename. docs/TOMAN.md describes it all.
 
+use crate::backend_choice::{self, BackendChoice};
 use crate::out_lock::OutLock;
 use crate::output::Output;
 use clap::{Args, ValueEnum};
@@ -16,7 +17,7 @@ use deepbelief::data::idx::{read_idx_images, read_idx_labels};
 use deepbelief::format::mlp::{self, SavedMlp, FORMAT};
 use deepbelief::report::atomic::write_atomically;
 use deepbelief::supervised::criterion::{Cases, StageSeconds};
-use deepbelief::supervised::full_batch::{rms_half, train_full_batch, uniform_start, EpochRecord, FullBatchSettings, StepNote};
+use deepbelief::supervised::full_batch::{rms_half, uniform_start, EpochRecord, FullBatchSettings, StepNote};
 use deepbelief::supervised::held_out::arg_max;
 use deepbelief::supervised::optimise::{optimise, Method};
 use deepbelief::supervised::toman_text::{parse_toman_text, to_toman_text, TomanData, Variable};
@@ -136,6 +137,11 @@ pub struct MlpArgs {
     /// Folder for mlp.json, errors.csv and MLP.LOG (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Where to train: `gpu` runs Toman's adaptive rule resident on the device (the other
+    /// rules: their products on the device, the rule on the host); a lost device continues on
+    /// the CPU from the last weights read back.
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
     /// Print the summary as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
@@ -250,6 +256,7 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
         write_atomically(path, to_toman_text(&data).as_bytes())?;
     }
     let backend = CpuBackend;
+    let engine = backend_choice::engine(args.backend)?;
     let cases = Cases { inputs: &data.inputs, targets: &data.targets, n_inputs: data.n_inputs(), n_outputs: data.n_outputs() };
     let (mut net, epochs_before) = match &resumed {
         Some(saved) => (saved.network.clone(), saved.epochs),
@@ -263,10 +270,11 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
         return Err(format!("{}: the saved net's outputs are {:?}; `deepbelief mlp` trains logistic ones", args.weights.as_ref().expect("resumed").display(), net.output));
     }
     let optimizer = args.optimizer.optimizer();
-    output.text(&format!("{source}: {} cases, net {:?} (all logistic), {:?}, up/down {}/{}", data.n_patterns(), sizes, optimizer, rules.up, rules.down));
+    output.text(&format!("{source}: {} cases, net {:?} (all logistic), {:?}, up/down {}/{}, on {}", data.n_patterns(), sizes, optimizer, rules.up, rules.down, engine.describe()));
     let initial_error = rms_half(&net, &backend, cases);
     let mut records: Vec<EpochRecord> = Vec::new();
     let started = deepbelief::clock::now_seconds();
+    let mut ran_on = "cpu";
     let (epochs, stop, times) = if args.epochs == 0 {
         (0, "no epochs".to_string(), StageSeconds::default())
     } else if optimizer == Optimizer::ConjugateGradient {
@@ -281,14 +289,14 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
         let settings = FullBatchSettings { optimizer, rules, epochs: args.epochs };
         let every = args.checkpoint_every;
         let mut checkpoint_failed = None;
-        let mut on_epoch = |record: &EpochRecord, net: &Network| {
+        let mut on_epoch = |record: &EpochRecord, net: Option<&Network>| {
             records.push(*record);
             if record.epoch.is_multiple_of(10) || record.epoch == 1 {
                 output.text(&format!("epoch {:5}  error {:.6}{}", epochs_before + record.epoch, record.error, if record.note == StepNote::Stepped { "" } else { "  (rolled back)" }));
             }
             // A checkpoint holds the weights after this epoch's update; its error is the
             // epoch's (that of the weights before it), as close as the loop knows.
-            if every > 0 && record.epoch.is_multiple_of(every) {
+            if let Some(net) = net.filter(|_| every > 0 && record.epoch.is_multiple_of(every)) {
                 let saved = SavedMlp { format: FORMAT.into(), network: net.clone(), optimizer, step_rules: rules, epochs: epochs_before + record.epoch, error: record.error };
                 if let Err(e) = save(&args.out, &saved) {
                     checkpoint_failed = Some(e);
@@ -297,10 +305,15 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
             }
             true
         };
-        let outcome = train_full_batch(&backend, &mut net, cases, 0.0, settings, None, "the MLP", &mut on_epoch).map_err(|e| e.to_string())?;
+        let run = engine.train_mlp(&mut net, cases, settings, every, &mut on_epoch).map_err(|e| e.to_string())?;
         if let Some(e) = checkpoint_failed {
             return Err(e);
         }
+        if let Some((after, why)) = &run.fell_back {
+            eprintln!("notice: the device failed after {} epochs ({why}); the run continued on the CPU from the weights of epoch {}", epochs_before + after, epochs_before + after);
+        }
+        ran_on = run.ran_on;
+        let outcome = run.outcome;
         (outcome.epochs, format!("{:?}", outcome.stop), outcome.times)
     };
     let seconds = deepbelief::clock::now_seconds() - started;
@@ -314,7 +327,7 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
     }
     write_atomically(&args.out.join("errors.csv"), csv.as_bytes())?;
     let rollbacks = records.iter().filter(|r| r.note != StepNote::Stepped).count();
-    let log = mlp_log(&MlpLog { source: &source, data: &data, sizes: &sizes, optimizer, rules: &rules, resumed_from: args.weights.as_deref(), epochs_before, init_range: args.init_range, seed: args.seed, initial_error, records: &records, stop: &stop, error, wrong, rollbacks, times: &times, seconds });
+    let log = mlp_log(&MlpLog { source: &source, data: &data, sizes: &sizes, optimizer, rules: &rules, resumed_from: args.weights.as_deref(), epochs_before, init_range: args.init_range, seed: args.seed, initial_error, records: &records, stop: &stop, error, wrong, rollbacks, times: &times, seconds, ran_on });
     write_atomically(&args.out.join("MLP.LOG"), log.as_bytes())?;
     output.text(&format!("{epochs} epochs ({stop}): error (RMS/2) {error:.6}, misclassified {:.2}% of the training cases; {seconds:.1} s", 100.0 * wrong));
     output.finish(&json!({
@@ -327,6 +340,7 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
         "rollbacks": rollbacks,
         "seconds": seconds,
         "stage_seconds": times,
+        "ran_on": ran_on,
         "errors_at": records.iter().filter(|r| [1, 100, 265, 369, 500, 1000].contains(&(epochs_before + r.epoch))).map(|r| json!([epochs_before + r.epoch, r.error])).collect::<Vec<_>>(),
         "out": args.out,
     }));
@@ -351,6 +365,7 @@ struct MlpLog<'a> {
     rollbacks: usize,
     times: &'a StageSeconds,
     seconds: f64,
+    ran_on: &'a str,
 }
 
 /// MLP.LOG: DEEP.LOG's plain sections for a plain MLP (data, network, settings, the error
@@ -377,7 +392,10 @@ fn mlp_log(l: &MlpLog) -> String {
     s.push_str(&format!("\nRESULT\n  epochs: {}   stop: {}   rollbacks: {}\n  error (RMS/2): {:.6}\n  misclassified training cases: {:.2}%\n\n", l.records.len(), l.stop, l.rollbacks, l.error, 100.0 * l.wrong));
     let t = l.times;
     let per = |x: f64| 1000.0 * x / l.records.len().max(1) as f64;
-    s.push_str("STAGE TIMES (Toman's Table 6 stages; ms per epoch, s in all)\n");
+    s.push_str(&format!("STAGE TIMES (Toman's Table 6 stages; ms per epoch, s in all; ran on {})\n", l.ran_on));
+    if l.ran_on == "gpu" {
+        s.push_str("  (the device runs the four stages in one submission: their time shows as the update's)\n");
+    }
     for (name, x) in [("output calculation", t.forward), ("error calculation", t.error), ("gradient calculation", t.gradient), ("weights update", t.update)] {
         s.push_str(&format!("  {name:22} {:10.3} ms {:10.3} s\n", per(x), x));
     }
