@@ -11,9 +11,10 @@ pixels with --bases (1,024) basis vectors in mini-batches of --batch (1,000), at
   basis_step.rs, fit.rs): per mini-batch, every coordinate's soft-threshold minimiser in
   parallel, a line search along d = a* - a over the step sizes 1, 1/2, ..., 2^-20 taking the
   largest that lowers the objective, stop at a decrease below 1e-6 of it (at most 1,000
-  iterations; g recomputed every 10); then projected gradient on B for the whole set's
-  objective with every case's latest codes (S = A^T A and T = X^T A summed over the batches
-  coded so far), per-column steps 1/sum_t |S_jt|, to a decrease below 1e-6 or 100 iterations.
+  iterations; g recomputed every 10); then projected gradient on B for the forgetting
+  statistics (the crate's default, scikit-learn's: S = A^T A, T = X^T A and 1/2||X||^2 of the
+  batches coded so far, multiplied by scikit-learn's factor before each batch adds its part),
+  per-column steps 1/sum_t |S_jt|, to a decrease below 1e-6 or 100 iterations.
   float32 arrays, float64 sums, as the crate.
 
 Both start from the crate's problem: the same patches (cut by the crate's Philox stream from
@@ -223,16 +224,28 @@ def descend(b, s, t, half_data_norm2):
     return b, iterations
 
 
-def numpy_raina_pass(x, b, beta, batch):
-    """One pass of `sparse_coding::fit` from zero codes with Raina's solver."""
+def forgetting_factor(step, eta):
+    """scikit-learn's `_update_inner_stats` factor (src/sparse_coding/fit.rs, forgetting_factor)."""
+    theta = (step + 1) * eta if step + 1 < eta else eta * eta + step + 1 - eta
+    return (theta + 1 - eta) / (theta + 1)
+
+
+def numpy_raina_pass(x, b, beta, batch, forgetting=True):
+    """One pass of `sparse_coding::fit` from zero codes with Raina's solver (forgetting: the
+    crate's default statistics, scikit-learn's rule; else every case's latest codes alike)."""
     n = b.shape[1]
     codes = np.zeros((x.shape[0], n), np.float32)
     s, t = np.zeros((n, n), np.float32), np.zeros((x.shape[1], n), np.float32)
-    half_data_norm2 = 0.5 * float(np.sum(np.square(x, dtype=np.float64)))
+    half_data_norm2 = 0.0 if forgetting else 0.5 * float(np.sum(np.square(x, dtype=np.float64)))
     code_iterations, basis_iterations = [], []
-    for first in range(0, x.shape[0], batch):
+    for step, first in enumerate(range(0, x.shape[0], batch)):
         rows = slice(first, first + batch)
         codes[rows], iterations = raina_codes(x[rows], b, beta)
+        if forgetting:
+            factor = np.float32(forgetting_factor(step, batch))
+            s *= factor
+            t *= factor
+            half_data_norm2 = float(factor) * half_data_norm2 + 0.5 * float(np.sum(np.square(x[rows], dtype=np.float64)))
         s += codes[rows].T @ codes[rows]
         t += x[rows].T @ codes[rows]
         b, steps = descend(b, s, t, half_data_norm2)

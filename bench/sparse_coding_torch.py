@@ -13,8 +13,11 @@ giving --sparsities (3%, 6%, 10%) non-zero codes, with exactly the crate's algor
   (alpha1 = d.g, alpha2 = d.Qd / 2); a += t d, g += t Qd. A case stops when its objective fell
   by less than 1e-6 of its value, when no t lowers it, or when d = 0; at most 1,000 iterations;
   g recomputed as A Q - C every 10 iterations.
-- basis step, per mini-batch, on the whole set's statistics S = A^T A and T = X^T A (every case's
-  latest codes: the batch's old part taken away, its new part added): projected gradient,
+- basis step, per mini-batch, on the statistics S = A^T A and T = X^T A: with --statistics
+  forgetting (the crate's default, scikit-learn's rule) S, T and 1/2||X||^2 are first multiplied
+  by (theta + 1 - eta)/(theta + 1), theta = (t + 1) eta for step t < eta - 1 else
+  eta^2 + t + 1 - eta, and the batch's part added; with whole-set every case's latest codes (the
+  batch's old part taken away, its new part added). Then projected gradient,
   B' = P(B - G diag(eta)), G = B S - T, eta_j = 1 / sum_t |S_jt| (the ColumnMajoriser rule),
   P scaling columns of norm above 1 to norm 1; the exact change 1/2 <B' - B, G + G'> accepted
   when not positive; stop at a change below 1e-6 of the objective, a rejected step, or 100
@@ -369,14 +372,21 @@ class Solver:
 
 # --- a pass, the problem, the rows ------------------------------------------------------------------
 
-def fit(solver, x, b, codes, beta, batch, passes, device):
+def forgetting_factor(step, eta):
+    """scikit-learn's `_update_inner_stats` factor (src/sparse_coding/fit.rs, forgetting_factor)."""
+    theta = (step + 1) * eta if step + 1 < eta else eta * eta + step + 1 - eta
+    return (theta + 1 - eta) / (theta + 1)
+
+
+def fit(solver, x, b, codes, beta, batch, passes, device, forgetting=True):
     """`sparse_coding::fit` without whole-set tracking: `passes` passes of a code step and a basis
     step per mini-batch; (basis, codes, seconds of the codes and basis steps, iterations)."""
     m, k = x.shape
     n = b.shape[1]
     s = torch.zeros((n, n), dtype=torch.float32, device=device)
     t = torch.zeros((k, n), dtype=torch.float32, device=device)
-    half_data_norm2 = 0.5 * x.double().square().sum()
+    half_data_norm2 = 0.0 if forgetting else 0.5 * x.double().square().sum()
+    step = 0
     seconds_codes = seconds_basis = 0.0
     code_means, code_max, basis_iterations = [], 0, []
     for pass_ in range(1, passes + 1):
@@ -384,11 +394,17 @@ def fit(solver, x, b, codes, beta, batch, passes, device):
             rows = slice(first, min(first + batch, m))
             xb, old = x[rows], codes[rows]
             started = time.perf_counter()
-            if pass_ > 1:
+            if pass_ > 1 and not forgetting:
                 s -= old.T @ old
                 t -= xb.T @ old
             new, iterations = solver.codes(xb, b, old, beta, warm=pass_ > 1)
             codes[rows] = new
+            if forgetting:
+                factor = forgetting_factor(step, batch)
+                s *= factor
+                t *= factor
+                half_data_norm2 = factor * half_data_norm2 + 0.5 * xb.double().square().sum()
+            step += 1
             s += new.T @ new
             t += xb.T @ new
             synchronise(device)
@@ -462,6 +478,7 @@ def main():
     parser.add_argument("--bases", type=int, default=1024)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--statistics", choices=["forgetting", "whole-set"], default="forgetting")
     parser.add_argument("--sparsities", default="0.03,0.06,0.10", type=lambda v: [float(x) for x in v.split(",")])
     parser.add_argument("--betas", default=None, type=lambda v: [float(x) for x in v.split(",")],
                         help="beta per sparsity (the crate's rows' values) instead of this script's search")
@@ -489,7 +506,7 @@ def main():
     x = torch.from_numpy(centre_and_scale(sample_patches(images, args.patch, args.cases, DATA_SEED))).to(device)
     initial = torch.from_numpy(initial_basis(k, args.bases, BASIS_SEED)).to(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({torch.get_num_threads()} threads)"
-    common = {"peer": "torch", "cases": args.cases, "inputs": k, "bases": args.bases, "batch": args.batch, "passes": args.passes,
+    common = {"peer": "torch", "cases": args.cases, "inputs": k, "bases": args.bases, "batch": args.batch, "passes": args.passes, "statistics": args.statistics,
               "data": "images" if args.images else "gratings", "device": name, "torch": torch.__version__}
     solvers = {}
     search_solver = Solver("chunked", device, args.compile_mode)
@@ -516,7 +533,7 @@ def main():
                 codes = torch.zeros((args.cases, args.bases), dtype=torch.float32, device=device)
                 synchronise(device)
                 started = time.perf_counter()
-                b, codes, seconds_codes, seconds_basis, extra = fit(solver, x, initial.clone(), codes, beta, args.batch, args.passes, device)
+                b, codes, seconds_codes, seconds_basis, extra = fit(solver, x, initial.clone(), codes, beta, args.batch, args.passes, device, args.statistics == "forgetting")
                 synchronise(device)
                 seconds.append(time.perf_counter() - started)
             stored, stored_fraction = objective(x, b, codes, beta)

@@ -29,7 +29,13 @@
 //   3 candidate   rw: B', k × n
 //   4 gradient    rw: G, k × n
 //   5 product     read: P = B'·S from the GEMM, k × n
-//   6 statistics  read: S (n × n) at 0, −T (k × n) at t_offset (a multiple of 64)
+//   6 statistics  rw: S (n × n) at 0, −T (k × n) at t_offset (a multiple of 64); only
+//                 scale_statistics writes it
+//
+// scale_statistics, the forgetting statistics' decay (src/sparse_coding/fit.rs,
+// StatisticsRule::Forgetting): S and −T (and the padding between them) times params.forget,
+// one element per invocation, before a mini-batch's part is added by the GEMMs; the host puts
+// the weighted ½‖X‖² in params.half_data.
 //   7 scratch     rw: η (n values) at 0, the start partials at start_offset and the change
 //                 partials at change_offset (one per span workgroup)
 //
@@ -56,7 +62,7 @@ struct BasisParams {
     change_offset: u32,
     tolerance: f32,
     half_data: f32,
-    _pad0: u32,
+    forget: f32,
     _pad1: u32,
 }
 
@@ -81,7 +87,7 @@ const LANES: u32 = 16u;
 @group(0) @binding(3) var<storage, read_write> candidate: array<f32>;
 @group(0) @binding(4) var<storage, read_write> gradient: array<f32>;
 @group(0) @binding(5) var<storage, read> product: array<f32>;
-@group(0) @binding(6) var<storage, read> statistics: array<f32>;
+@group(0) @binding(6) var<storage, read_write> statistics: array<f32>;
 @group(0) @binding(7) var<storage, read_write> scratch: array<f32>;
 
 var<workgroup> shared_flag: u32;
@@ -260,5 +266,13 @@ fn accept(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: v
             basis[e] = candidate[e];
             gradient[e] = product[e] + statistics[params.t_offset + e];
         }
+    }
+}
+
+@compute @workgroup_size(256)
+fn scale_statistics(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let e = group_index(wid, nwg) * WG + t;
+    if (e < params.t_offset + params.len) {
+        statistics[e] = statistics[e] * params.forget;
     }
 }

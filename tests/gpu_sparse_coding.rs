@@ -16,7 +16,7 @@ use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::gpu::sparse_coding::{DeviceFit, SparseCodingKernels};
 use deepbelief::gpu::GpuContext;
 use deepbelief::sparse_coding::fit::{FitPosition, FitRun};
-use deepbelief::sparse_coding::{encode, objective, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, RainaSettings};
+use deepbelief::sparse_coding::{encode, objective, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, RainaSettings, StatisticsRule};
 use sparse_coding_support::*;
 use std::sync::Arc;
 
@@ -48,7 +48,7 @@ fn case_objectives(basis: &Basis, data: &[f32], codes: &[f32], beta: f64) -> Vec
 }
 
 fn settings(batch_size: usize, passes: usize) -> FitSettings {
-    FitSettings { beta: 0.2, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size, passes, track_whole_set: true }
+    FitSettings { beta: 0.2, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size, passes, track_whole_set: true, statistics: StatisticsRule::WholeSet }
 }
 
 fn relative(a: f64, b: f64) -> f64 {
@@ -124,6 +124,29 @@ fn the_fit_follows_the_cpu_fit_step_by_step() {
     assert_eq!(device.passes().len(), 2);
     assert!(relative(last.total, measured.total) <= 1e-5 && relative(last.reconstruction, measured.reconstruction) <= 1e-5 && last.nonzero_fraction == measured.nonzero_fraction, "{last:?} against {measured:?}");
     assert!(relative(last.total, run.passes()[2].objective.total) <= 1e-3, "{last:?} against the CPU fit's {:?}", run.passes()[2]);
+}
+
+#[test]
+fn the_forgetting_fit_follows_the_cpu_fit_step_by_step() {
+    let Some((ctx, kernels)) = context() else { return };
+    let (k, n, rows) = (36, 48, 300);
+    let (initial, data) = problem(k, n, rows, 6);
+    let settings = FitSettings { statistics: StatisticsRule::Forgetting, ..settings(100, 2) };
+    let codes = vec![0.0f32; rows * n];
+    let mut device = DeviceFit::new(&ctx, kernels, &initial, &data, &codes, &settings, FitPosition { pass: 1, batch: 0 }).unwrap();
+    let (mut basis, mut cpu_codes) = (initial.clone(), codes.clone());
+    let mut run = FitRun::start(&CpuBackend, &basis, &data, &cpu_codes, &settings).unwrap();
+    let mut steps = 0;
+    while let Some(record) = pollster::block_on(device.step()).unwrap() {
+        let cpu = run.step(&CpuBackend, &mut basis, &data, &mut cpu_codes).unwrap().unwrap();
+        assert_records_close(&record, &cpu, 1e-3);
+        steps += 1;
+    }
+    assert_eq!(steps, 6);
+    let device_basis = pollster::block_on(device.basis()).unwrap();
+    let largest = device_basis.values.iter().zip(&basis.values).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(largest <= 2e-3, "the device's basis differs from the CPU's by up to {largest}");
+    assert!(relative(device.passes()[1].objective.total, run.passes()[2].objective.total) <= 1e-3, "{:?} against the CPU fit's {:?}", device.passes()[1], run.passes()[2]);
 }
 
 #[test]

@@ -5,13 +5,15 @@
 //! fitting lowers it at every step on data drawn from a known sparse dictionary and recovers
 //! that dictionary (mean best |cos| above 0.9); mini-batch passes lower the whole set's
 //! objective at every step too, and its records agree with the measured objective; β from a
-//! target sparsity lands within its tolerance.
+//! target sparsity lands within its tolerance; the forgetting statistics weigh the batches as
+//! scikit-learn's factors say.
 
 mod sparse_coding_support;
 
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::sparse_coding::basis::project_columns;
-use deepbelief::sparse_coding::{basis_step, beta_for_sparsity, encode, fit, objective, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySettings, StepRule};
+use deepbelief::sparse_coding::basis_step::{descend, BasisStatistics};
+use deepbelief::sparse_coding::{basis_step, beta_for_sparsity, encode, fit, forgetting_factor, objective, solve_codes, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySettings, StatisticsRule, StepRule};
 use sparse_coding_support::*;
 
 fn largest_norm(basis: &Basis) -> f64 {
@@ -120,7 +122,7 @@ fn full_batch_fitting_lowers_the_objective_at_every_step_and_recovers_the_dictio
         let mut basis = Basis::initialise(k, n, 7).unwrap();
         let initial_recovery = recovery(&truth, &basis);
         let mut codes = vec![0.0f32; rows * n];
-        let settings = FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: rows, passes: 40, track_whole_set: true };
+        let settings = FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: rows, passes: 40, track_whole_set: true, statistics: StatisticsRule::WholeSet };
         let mut previous = 0.5 * data.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>();
         // The records come from S and T: within ~1e-6 of the measured objective.
         let slack = |value: f64| value * (1.0 + 1e-5);
@@ -153,7 +155,7 @@ fn mini_batch_passes_lower_the_whole_objective() {
     let (_, data) = sparse_dataset(&mut rng, k, n, rows, 3, 0.02);
     let mut basis = Basis::initialise(k, n, 3).unwrap();
     let mut codes = vec![0.0f32; rows * n];
-    let settings = FitSettings { beta, solver: CodeSolver::coordinate_descent(), basis_step: BasisStepSettings::default(), batch_size: 300, passes: 3, track_whole_set: true };
+    let settings = FitSettings { beta, solver: CodeSolver::coordinate_descent(), basis_step: BasisStepSettings::default(), batch_size: 300, passes: 3, track_whole_set: true, statistics: StatisticsRule::WholeSet };
     let mut seen = Vec::new();
     let report = fit(&CpuBackend, &mut basis, &data, &mut codes, &settings, &mut |record| {
         seen.push((record.pass, record.batch, record.first_case, record.cases));
@@ -186,6 +188,64 @@ fn mini_batch_passes_lower_the_whole_objective() {
 }
 
 #[test]
+fn forgetting_weighs_the_batches_as_scikit_learn_does() {
+    // scikit-learn's `_update_inner_stats`: (θ + 1 − η)/(θ + 1), θ = (t + 1)·η while t < η − 1,
+    // then η² + t + 1 − η.
+    assert_eq!(forgetting_factor(0, 1000), 1.0 / 1001.0);
+    assert_eq!(forgetting_factor(1, 1000), 1001.0 / 2001.0);
+    let theta = 4.0 * 4.0 + 7.0 + 1.0 - 4.0;
+    assert_eq!(forgetting_factor(7, 4), (theta + 1.0 - 4.0) / (theta + 1.0));
+    // Raina's Table 4 pass (five batches of 1,000): the batches weigh 0.2, 0.4, …, 1 at its end.
+    let weight = |j: usize, last: usize, eta: usize| -> f64 { (j + 1..=last).map(|t| forgetting_factor(t, eta)).product() };
+    for j in 0..5 {
+        assert!((weight(j, 4, 1000) - (j + 1) as f64 / 5.0).abs() < 1e-3, "batch {j}: {}", weight(j, 4, 1000));
+    }
+    // The fit's basis steps minimise the weighted statistics of every batch's codes, built here
+    // from the weights directly (in f64) rather than by the fit's decay.
+    let mut rng = rng(15);
+    let (k, n, rows, batch, beta) = (12, 20, 450, 150, 0.1);
+    let (_, data) = sparse_dataset(&mut rng, k, n, rows, 3, 0.02);
+    let initial = Basis::initialise(k, n, 5).unwrap();
+    let solver = CodeSolver::coordinate_descent();
+    let settings = FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: batch, passes: 1, track_whole_set: false, statistics: StatisticsRule::Forgetting };
+    let (mut fitted, mut codes) = (initial.clone(), vec![0.0f32; rows * n]);
+    fit(&CpuBackend, &mut fitted, &data, &mut codes, &settings, &mut |_| true).unwrap();
+    let mut basis = initial;
+    let mut by_hand = vec![0.0f32; rows * n];
+    for b in 0..rows / batch {
+        let (x, a) = (&data[b * batch * k..(b + 1) * batch * k], &mut by_hand[b * batch * n..(b + 1) * batch * n]);
+        solve_codes(&CpuBackend, &basis, x, beta, &solver, a).unwrap();
+        let (mut s, mut t, mut half) = (vec![0.0f64; n * n], vec![0.0f64; k * n], 0.0f64);
+        for j in 0..=b {
+            let w = weight(j, b, batch);
+            for case in j * batch..(j + 1) * batch {
+                let (x, a) = (&data[case * k..(case + 1) * k], &by_hand[case * n..(case + 1) * n]);
+                for p in 0..n {
+                    for q in 0..n {
+                        s[p * n + q] += w * f64::from(a[p]) * f64::from(a[q]);
+                    }
+                    for i in 0..k {
+                        t[i * n + p] += w * f64::from(x[i]) * f64::from(a[p]);
+                    }
+                }
+                half += w * 0.5 * x.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>();
+            }
+        }
+        let statistics = BasisStatistics { n_inputs: k, n_bases: n, s: s.iter().map(|&v| v as f32).collect(), t: t.iter().map(|&v| v as f32).collect(), half_data_norm2: half };
+        descend(&CpuBackend, &mut basis, &statistics, &settings.basis_step);
+    }
+    // f32 statistics against f64 ones: the descents stop a little apart. Equal weights (the
+    // whole-set rule) land far further away.
+    let gap = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let largest = gap(&basis.values, &fitted.values);
+    assert!(largest <= 1e-3, "the fit's basis and the one from the weights differ by up to {largest}");
+    assert!(gap(&by_hand, &codes) <= 1e-3, "codes differ by up to {}", gap(&by_hand, &codes));
+    let (mut whole_set, mut whole_codes) = (Basis::initialise(k, n, 5).unwrap(), vec![0.0f32; rows * n]);
+    fit(&CpuBackend, &mut whole_set, &data, &mut whole_codes, &FitSettings { statistics: StatisticsRule::WholeSet, ..settings }, &mut |_| true).unwrap();
+    assert!(gap(&basis.values, &whole_set.values) > 1e-2, "the whole-set rule's basis is as close ({})", gap(&basis.values, &whole_set.values));
+}
+
+#[test]
 fn beta_from_a_target_sparsity_hits_it_within_its_tolerance() {
     let mut rng = rng(14);
     let (k, n, rows) = (16, 64, 200);
@@ -213,7 +273,7 @@ fn fit_settings_name_their_field() {
     let basis = Basis::initialise(4, 3, 1).unwrap();
     let data = vec![0.1f32; 8];
     let mut codes = vec![0.0f32; 6];
-    let good = FitSettings { beta: 0.1, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size: 1, passes: 1, track_whole_set: false };
+    let good = FitSettings { beta: 0.1, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size: 1, passes: 1, track_whole_set: false, statistics: StatisticsRule::WholeSet };
     let run = |settings: FitSettings, codes: &mut Vec<f32>| fit(&CpuBackend, &mut basis.clone(), &data, codes, &settings, &mut |_| true).unwrap_err().to_string();
     assert!(run(FitSettings { beta: f64::NAN, ..good }, &mut codes).contains("beta is NaN"));
     assert!(run(FitSettings { batch_size: 0, ..good }, &mut codes).contains("batch_size is 0"));

@@ -16,7 +16,7 @@ use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::data::patches::{sample_patches, GreyImage};
 use deepbelief::format::sparse_coding::{from_json, SavedSparseCoding};
 use deepbelief::report::image_grid::{tile, Scaling};
-use deepbelief::sparse_coding::{fit, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings};
+use deepbelief::sparse_coding::{fit, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, StatisticsRule};
 use deepbelief::web::{Playground, SparseCodingTrainer};
 use serde_json::{json, Value};
 use support::web_playground::strokes::{loaded, pixels, CASES};
@@ -122,7 +122,7 @@ fn settings_errors_name_their_field() {
 fn reference_fit() -> (Basis, Vec<BatchRecord>) {
     let data = strokes_data();
     let mut basis = Basis::initialise(SIDE * SIDE, BASES, 3).unwrap();
-    let settings = FitSettings { beta: 0.3, solver: CodeSolver::coordinate_descent(), basis_step: BasisStepSettings::default(), batch_size: 20, passes: 3, track_whole_set: true };
+    let settings = FitSettings { beta: 0.3, solver: CodeSolver::coordinate_descent(), basis_step: BasisStepSettings::default(), batch_size: 20, passes: 3, track_whole_set: true, statistics: StatisticsRule::WholeSet };
     let mut codes = vec![0.0f32; CASES * BASES];
     let report = fit(&CpuBackend, &mut basis, &data, &mut codes, &settings, &mut |_| true).unwrap();
     (basis, report.batches)

@@ -32,7 +32,7 @@ use crate::sparse_coding::inputs::centre_and_scale;
 use crate::gpu::sparse_coding::{unsupported, DeviceFit, SparseCodingKernels};
 use crate::gpu::GpuContext;
 use crate::sparse_coding::fit::FitPosition;
-use crate::sparse_coding::{beta_for_sparsity, encode, fit, objective, Basis, BasisStepSettings, CodeSolver, FitReport, FitSettings, SparsitySearch, SparsitySettings};
+use crate::sparse_coding::{beta_for_sparsity, encode, fit, objective, Basis, BasisStepSettings, CodeSolver, FitReport, FitSettings, SparsitySearch, SparsitySettings, StatisticsRule};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -64,11 +64,12 @@ pub struct SparseCodingBenchSettings {
     pub batch: usize,
     pub sparsities: Vec<f64>,
     pub solvers: Vec<CodeSolver>,
+    pub statistics: StatisticsRule,
 }
 
 impl Default for SparseCodingBenchSettings {
     fn default() -> Self {
-        SparseCodingBenchSettings { cases: CASES, patch: PATCH, bases: BASES, batch: BATCH, sparsities: SPARSITIES.to_vec(), solvers: vec![CodeSolver::coordinate_descent(), CodeSolver::raina()] }
+        SparseCodingBenchSettings { cases: CASES, patch: PATCH, bases: BASES, batch: BATCH, sparsities: SPARSITIES.to_vec(), solvers: vec![CodeSolver::coordinate_descent(), CodeSolver::raina()], statistics: StatisticsRule::default() }
     }
 }
 
@@ -85,6 +86,8 @@ pub struct SparseCodingBenchRow {
     pub inputs: usize,
     pub bases: usize,
     pub batch: usize,
+    /// `forgetting` or `whole-set`.
+    pub statistics: &'static str,
     /// The pass, timed: every batch's code step and basis step.
     pub seconds: f64,
     pub seconds_codes: f64,
@@ -189,8 +192,8 @@ fn problem(data: &[f32], settings: &SparseCodingBenchSettings) -> Result<Problem
 }
 
 /// One pass's fit settings (no whole-set tracking: nothing untimed inside the timed part).
-fn pass_settings(beta: f64, solver: CodeSolver, batch: usize) -> FitSettings {
-    FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: batch, passes: 1, track_whole_set: false }
+fn pass_settings(beta: f64, solver: CodeSolver, settings: &SparseCodingBenchSettings) -> FitSettings {
+    FitSettings { beta, solver, basis_step: BasisStepSettings::default(), batch_size: settings.batch, passes: 1, track_whole_set: false, statistics: settings.statistics }
 }
 
 /// What a timed pass left, and how long it took.
@@ -219,6 +222,7 @@ fn row_of(problem: &Problem, settings: &SparseCodingBenchSettings, (target, sear
         inputs: problem.inputs,
         bases: settings.bases,
         batch: settings.batch,
+        statistics: settings.statistics.name(),
         seconds,
         seconds_codes: report.batches.iter().map(|b| b.seconds_codes).sum(),
         seconds_basis: report.batches.iter().map(|b| b.seconds_basis).sum(),
@@ -254,7 +258,7 @@ pub fn bench_cpu(data: &[f32], settings: &SparseCodingBenchSettings, data_name: 
     for target_search in &problem.searches {
         let search = &target_search.1;
         for solver in &settings.solvers {
-            let pass = cpu_pass(&problem.initial, data, &pass_settings(search.beta, *solver, settings.batch))?;
+            let pass = cpu_pass(&problem.initial, data, &pass_settings(search.beta, *solver, settings))?;
             let row = row_of(&problem, settings, target_search, solver, data, data_name, pass)?;
             on_row(&row);
             rows.push(row);
@@ -300,7 +304,7 @@ pub async fn bench_gpu(ctx: &GpuContext, data: &[f32], settings: &SparseCodingBe
     for target_search in &problem.searches {
         let search = &target_search.1;
         for solver in &settings.solvers {
-            let fit_settings = pass_settings(search.beta, *solver, settings.batch);
+            let fit_settings = pass_settings(search.beta, *solver, settings);
             let pass = if unsupported(&fit_settings).is_none() {
                 if !warm {
                     device_pass(ctx, &kernels, &problem.initial, data, &fit_settings, None).await?;
@@ -343,7 +347,7 @@ mod tests {
 
     #[test]
     fn rows_report_one_pass_per_sparsity_and_solver() {
-        let settings = SparseCodingBenchSettings { cases: 120, patch: 6, bases: 12, batch: 50, sparsities: vec![0.1, 0.2], solvers: vec![CodeSolver::coordinate_descent(), CodeSolver::raina()] };
+        let settings = SparseCodingBenchSettings { cases: 120, patch: 6, bases: 12, batch: 50, sparsities: vec![0.1, 0.2], solvers: vec![CodeSolver::coordinate_descent(), CodeSolver::raina()], statistics: StatisticsRule::default() };
         let data = bench_patches(&grating_images(2, 40, DATA_SEED), 6, 120).unwrap();
         let mut seen = 0;
         let rows = bench_cpu(&data, &settings, "gratings", |_| seen += 1).unwrap();

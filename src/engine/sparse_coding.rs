@@ -89,7 +89,7 @@ impl Engine {
         settings.validate().map_err(|e| e.to_string())?;
         let rows = check_data(basis, data).map_err(|e| e.to_string())?;
         check_codes(basis, rows, codes).map_err(|e| e.to_string())?;
-        let fit_settings = FitSettings { beta: 1.0, solver: CodeSolver::raina(), basis_step: *settings, batch_size: rows, passes: 1, track_whole_set: false };
+        let fit_settings = FitSettings { beta: 1.0, solver: CodeSolver::raina(), basis_step: *settings, batch_size: rows, passes: 1, track_whole_set: false, statistics: crate::sparse_coding::StatisticsRule::WholeSet };
         match self.sparse_coding_device(&fit_settings) {
             Ok(ctx) => {
                 let kernels = Arc::new(SparseCodingKernels::new(ctx));

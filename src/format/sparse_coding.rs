@@ -8,7 +8,7 @@
 
 use crate::sparse_coding::basis::column_norms;
 use crate::sparse_coding::fit::{BatchRecord, PassRecord};
-use crate::sparse_coding::{Basis, BasisStepSettings, CodeSolver, SparsitySearch};
+use crate::sparse_coding::{Basis, BasisStepSettings, CodeSolver, SparsitySearch, StatisticsRule};
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "deepbelief-sparse-coding/1";
@@ -46,6 +46,9 @@ pub struct SavedSettings {
     pub basis_step: BasisStepSettings,
     pub batch_size: usize,
     pub passes: usize,
+    /// Files written before the field read as the default.
+    #[serde(default)]
+    pub statistics: StatisticsRule,
     pub seed: u64,
 }
 

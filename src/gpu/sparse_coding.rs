@@ -15,7 +15,9 @@
 //!    host reads the cases' records back every few iterations (the convergence check) and
 //!    narrows the next iterations to the cases still running;
 //! 2. the statistics: the block's old part taken away and its new part added, `AᵀA` and
-//!    `XᵀA` of the new and old codes as one paired GEMM each;
+//!    `XᵀA` of the new and old codes as one paired GEMM each; with
+//!    [`StatisticsRule::Forgetting`] the statistics are first multiplied by the forgetting
+//!    factor (`scale_statistics`) and only the new part is added;
 //! 3. the basis step (`basis.rs`, `shaders/sparse_coding_basis.wgsl`): projected gradient
 //!    descent with the ColumnMajoriser steps, `G = B·S − T` through the GEMM, the candidate
 //!    and its column-norm projection, the exact change `½⟨B' − B, G + G'⟩`, accepted or
@@ -53,7 +55,7 @@ use crate::sparse_coding::basis_step::{half_norm2, Descent};
 use crate::sparse_coding::codes::CodeStepReport;
 use crate::sparse_coding::fit::FitPosition;
 use crate::sparse_coding::products::{check_codes, check_data, Objective};
-use crate::sparse_coding::{Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, RainaSettings, StepRule};
+use crate::sparse_coding::{forgetting_factor, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, RainaSettings, StatisticsRule, StepRule};
 use std::sync::Arc;
 
 /// Every region of a shared buffer starts on a multiple of this many f32 (256 bytes, WebGPU's
@@ -93,6 +95,12 @@ pub struct DeviceFit {
     basis: BasisBuffers,
     position: FitPosition,
     half_data: f64,
+    /// `Forgetting`: the statistics' weighted `½‖X‖²` and number of cases, and each
+    /// mini-batch's own `½‖X‖²`.
+    forgetting: bool,
+    weighted_half: f64,
+    weighted_cases: f64,
+    batch_half: Vec<f64>,
     /// Each case's `‖a‖₁` and non-zero codes (as the device last summed them).
     case_l1: Vec<f64>,
     case_nonzero: Vec<u32>,
@@ -126,7 +134,12 @@ impl DeviceFit {
         let (k, n) = (basis.n_inputs, basis.n_bases);
         let block_cap = codes::block_capacity(ctx, k, n)?.min(settings.batch_size).min(rows).min(block_limit.max(1));
         let half_data = half_norm2(data);
-        let basis_buffers = BasisBuffers::new(ctx, &kernels, basis, settings.basis_step.tolerance, half_data)?;
+        let forgetting = settings.statistics == StatisticsRule::Forgetting;
+        // As FitRun::resume: forgetting from zeros starts with nothing, from codes with every
+        // case at weight 1.
+        let (weighted_half, weighted_cases) = if forgetting && codes.iter().all(|&a| a == 0.0) { (0.0, 0.0) } else { (half_data, rows as f64) };
+        let batch_half = (0..rows).step_by(settings.batch_size).map(|first| half_norm2(&data[first * k..(first + settings.batch_size).min(rows) * k])).collect();
+        let basis_buffers = BasisBuffers::new(ctx, &kernels, basis, settings.basis_step.tolerance, weighted_half)?;
         let mut batches = Vec::new();
         let mut spans = Vec::new();
         for first in (0..rows).step_by(settings.batch_size) {
@@ -163,6 +176,10 @@ impl DeviceFit {
             basis: basis_buffers,
             position,
             half_data,
+            forgetting,
+            weighted_half,
+            weighted_cases,
+            batch_half,
             case_l1,
             case_nonzero,
             passes: Vec::new(),
@@ -216,6 +233,13 @@ impl DeviceFit {
         let FitPosition { pass, batch } = self.position;
         let blocks = self.batches[batch].clone();
         let started = now_seconds();
+        if self.forgetting {
+            let factor = forgetting_factor((pass - 1) * self.batches.len() + batch, self.settings.batch_size);
+            let cases: usize = self.blocks[blocks.clone()].iter().map(|b| b.rows).sum();
+            self.weighted_half = factor * self.weighted_half + self.batch_half[batch];
+            self.weighted_cases = factor * self.weighted_cases + cases as f64;
+            self.basis.forget(&self.ctx, &self.kernels, factor, self.weighted_half);
+        }
         for (index, b) in blocks.clone().enumerate() {
             self.code_step(b, index == 0, true).await?;
         }
@@ -238,6 +262,8 @@ impl DeviceFit {
         }
         let l1_total: f64 = self.case_l1.iter().sum();
         let beta = self.settings.beta;
+        // As FitRun::step: with forgetting, the weighted error scaled to the set.
+        let to_set = if self.forgetting { self.rows as f64 / self.weighted_cases } else { 1.0 };
         let record = BatchRecord {
             pass,
             batch,
@@ -245,8 +271,8 @@ impl DeviceFit {
             cases: cases.len(),
             codes: CodeStepReport::from_cases(&cases),
             nonzero_fraction: nonzero as f64 / (cases.len() * n) as f64,
-            objective_after_codes: outcome.before + beta * l1_total,
-            objective_after_basis: outcome.after + beta * l1_total,
+            objective_after_codes: to_set * outcome.before + beta * l1_total,
+            objective_after_basis: to_set * outcome.after + beta * l1_total,
             basis_iterations: outcome.iterations,
             seconds_codes: coded - started,
             seconds_basis: finished - coded,
@@ -331,7 +357,7 @@ impl DeviceFit {
     /// in blocks of as many cases as the device holds; with the code step's report.
     pub async fn encode(ctx: &GpuContext, kernels: Arc<SparseCodingKernels>, basis: &Basis, data: &[f32], beta: f64, raina: &RainaSettings) -> Result<(Vec<f32>, CodeStepReport), GpuError> {
         let rows = check_data(basis, data).map_err(|e| GpuError(e.to_string()))?;
-        let settings = FitSettings { beta, solver: CodeSolver::Raina(*raina), basis_step: BasisStepSettings::default(), batch_size: rows, passes: 1, track_whole_set: false };
+        let settings = FitSettings { beta, solver: CodeSolver::Raina(*raina), basis_step: BasisStepSettings::default(), batch_size: rows, passes: 1, track_whole_set: false, statistics: crate::sparse_coding::StatisticsRule::WholeSet };
         let codes = vec![0.0f32; rows * basis.n_bases];
         let mut fit = DeviceFit::new(ctx, kernels, basis, data, &codes, &settings, FitPosition { pass: 1, batch: 0 })?;
         let mut cases = Vec::with_capacity(rows);

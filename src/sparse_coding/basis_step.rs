@@ -105,6 +105,14 @@ impl BasisStatistics {
         backend.accumulate_outer((n, n), codes, codes, sign, &mut self.s);
         backend.accumulate_outer((k, n), data, codes, sign, &mut self.t);
     }
+
+    /// `S`, `T` and `½‖X‖²` times `factor` (the forgetting of [`StatisticsRule::Forgetting`](super::fit::StatisticsRule)).
+    pub fn scale(&mut self, factor: f64) {
+        let f = factor as f32;
+        self.s.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|v| *v *= f));
+        self.t.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|v| *v *= f));
+        self.half_data_norm2 *= factor;
+    }
 }
 
 /// `½‖X‖²` in `f64`.

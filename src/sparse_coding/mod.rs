@@ -35,7 +35,7 @@ pub use basis_step::{basis_step, BasisStepReport, BasisStepSettings, StepRule};
 pub use codes::{encode, solve_codes, CodeSolver, CodeStepReport};
 pub use coordinate_descent::CdSettings;
 pub use error::SparseCodingError;
-pub use fit::{fit, BatchRecord, FitPosition, FitReport, FitRun, FitSettings, PassRecord};
+pub use fit::{fit, forgetting_factor, BatchRecord, FitPosition, FitReport, FitRun, FitSettings, PassRecord, StatisticsRule};
 pub use products::{objective, reconstruct, Objective};
 pub use raina::RainaSettings;
 pub use sparsity::{beta_for_sparsity, SparsitySearch, SparsitySettings};

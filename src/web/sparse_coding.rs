@@ -9,7 +9,7 @@
 //! `patch` 12 (the side of square patches cut from the images; 0, or the images' own side,
 //! learns from whole cases), `cases` 5000 (patches, or the first whole cases), `bases` 100,
 //! `sparsity` 0.05 (β is chosen so this fraction of the codes is non-zero at the initial basis)
-//! or `beta` (given directly, instead), `solver` "cd" | "raina", `batch_size` 500, `passes` 10,
+//! or `beta` (given directly, instead), `solver` "cd" | "raina", `batch_size` 500, `passes` 10, `statistics` "forgetting" | "whole_set",
 //! `seed` 1 (the patches and the initial basis), `backend` "auto" | "cpu" | "gpu", and
 //! `adapter_name` (the browser's name of its adapter, which `auto` needs to skip a software one).
 //! A setting out of range, of the wrong type or unknown is an error naming it.
@@ -21,7 +21,7 @@ use crate::engine::{Engine, EngineChoice};
 use crate::format::sparse_coding::{self as format, SavedSettings, SavedSparseCoding};
 use crate::report::image_grid::{self, Scaling};
 use crate::rng::{Purpose, RngStream};
-use crate::sparse_coding::{beta_for_sparsity, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, SparsitySearch, SparsitySettings};
+use crate::sparse_coding::{beta_for_sparsity, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, SparsitySearch, SparsitySettings, StatisticsRule};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -62,6 +62,7 @@ struct TrainerConfig {
     solver: SolverName,
     batch_size: usize,
     passes: usize,
+    statistics: StatisticsRule,
     seed: u64,
     backend: EngineChoice,
     adapter_name: Option<String>,
@@ -80,6 +81,7 @@ impl Default for TrainerConfig {
             solver: SolverName::Cd,
             batch_size: 500,
             passes: 10,
+            statistics: StatisticsRule::Forgetting,
             seed: 1,
             backend: EngineChoice::Auto,
             adapter_name: None,
@@ -87,7 +89,7 @@ impl Default for TrainerConfig {
     }
 }
 
-const FIELDS: &str = "patch, cases, bases, sparsity, beta, solver, batch_size, passes, seed, backend, adapter_name";
+const FIELDS: &str = "patch, cases, bases, sparsity, beta, solver, batch_size, passes, statistics, seed, backend, adapter_name";
 
 /// Reads the settings object field by field, so that every error names its field (NaN stays a
 /// number here, unlike through JSON). `undefined` or `null` fields take their defaults.
@@ -122,6 +124,13 @@ fn read_config(config: &JsValue) -> Result<TrainerConfig, String> {
             }
             "batch_size" => c.batch_size = field.whole(1, 1 << 30)?,
             "passes" => c.passes = field.whole(1, 100_000)?,
+            "statistics" => {
+                c.statistics = match field.text()?.as_str() {
+                    "forgetting" => StatisticsRule::Forgetting,
+                    "whole_set" => StatisticsRule::WholeSet,
+                    other => return Err(format!("statistics: expected \"forgetting\" or \"whole_set\", got {other:?}")),
+                }
+            }
             "seed" => c.seed = field.whole(0, u32::MAX as usize)? as u64,
             "backend" => {
                 let text = field.text()?;
@@ -172,7 +181,7 @@ impl TrainerConfig {
     }
 
     fn fit_settings(&self, beta: f64) -> FitSettings {
-        FitSettings { beta, solver: self.solver(), basis_step: BasisStepSettings::default(), batch_size: self.batch_size, passes: self.passes, track_whole_set: true }
+        FitSettings { beta, solver: self.solver(), basis_step: BasisStepSettings::default(), batch_size: self.batch_size, passes: self.passes, track_whole_set: true, statistics: self.statistics }
     }
 
     /// The engine the settings ask for, by the Playground's rule, and why not the GPU where not.
@@ -651,7 +660,7 @@ impl SparseCodingTrainer {
             n_inputs: s.basis.n_inputs,
             n_bases: s.basis.n_bases,
             tile: i.images.then_some([i.tile.0, i.tile.1]),
-            settings: SavedSettings { beta, beta_search, solver: c.solver(), basis_step: BasisStepSettings::default(), batch_size: c.batch_size, passes: c.passes, seed: c.seed },
+            settings: SavedSettings { beta, beta_search, solver: c.solver(), basis_step: BasisStepSettings::default(), batch_size: c.batch_size, passes: c.passes, statistics: c.statistics, seed: c.seed },
             inputs,
             history: s.passes.clone(),
             batches: s.records.clone(),

@@ -48,6 +48,10 @@ pub struct SparseCodingBenchArgs {
     /// raina on a GPU, where cd runs on the CPU).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub solvers: Option<Vec<BenchSolver>>,
+    /// --sparse-coding: what each basis step minimises (forgetting: scikit-learn's statistics;
+    /// whole-set: every case's latest codes).
+    #[arg(long, value_enum, default_value_t = crate::sparse_coding::StatisticsChoice::Forgetting)]
+    pub coding_statistics: crate::sparse_coding::StatisticsChoice,
 }
 
 /// Runs the replica where `backend` says; `cases` is `bench --cases` (default 5,000).
@@ -64,7 +68,7 @@ pub fn run(args: &SparseCodingBenchArgs, cases: Option<usize>, backend: BackendC
             BenchSolver::Raina => CodeSolver::raina(),
         })
         .collect();
-    let settings = SparseCodingBenchSettings { cases: cases.unwrap_or(table4::CASES), patch: args.patch, bases: args.bases, batch: args.coding_batch, sparsities: args.sparsities.clone(), solvers };
+    let settings = SparseCodingBenchSettings { cases: cases.unwrap_or(table4::CASES), patch: args.patch, bases: args.bases, batch: args.coding_batch, sparsities: args.sparsities.clone(), solvers, statistics: args.coding_statistics.rule() };
     table4::check_settings(&settings)?;
     let (images, data_name) = if args.patch_images.is_empty() {
         (grating_images(table4::GRATING_IMAGES, table4::GRATING_SIDE, table4::DATA_SEED), "gratings")

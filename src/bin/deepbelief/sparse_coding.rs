@@ -23,7 +23,7 @@ use deepbelief::report::atomic::AtomicFile;
 use deepbelief::report::image_grid::{filters_of, tile_grey, Scaling};
 use deepbelief::sparse_coding::fit::BatchRecord;
 use deepbelief::sparse_coding::inputs::centre_and_scale;
-use deepbelief::sparse_coding::{beta_for_sparsity, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySearch, SparsitySettings};
+use deepbelief::sparse_coding::{beta_for_sparsity, Basis, BasisStepSettings, CodeSolver, FitSettings, SparsitySearch, SparsitySettings, StatisticsRule};
 use serde_json::json;
 use std::io::Write;
 use std::path::PathBuf;
@@ -75,6 +75,11 @@ pub struct SparseCodingArgs {
     /// Passes over the cases.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub passes: usize,
+    /// What each basis step minimises: forgetting (online dictionary learning's statistics,
+    /// as scikit-learn: older batches count less) or whole-set (every case's latest codes
+    /// alike: each step lowers the whole set's objective).
+    #[arg(long, value_enum, default_value_t = StatisticsChoice::Forgetting)]
+    pub statistics: StatisticsChoice,
     /// The code step's solver (default: cd on the CPU, raina on a GPU).
     #[arg(long, value_enum)]
     pub solver: Option<SolverChoice>,
@@ -94,6 +99,21 @@ pub struct SparseCodingArgs {
     /// Print the summary as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatisticsChoice {
+    Forgetting,
+    WholeSet,
+}
+
+impl StatisticsChoice {
+    pub fn rule(self) -> StatisticsRule {
+        match self {
+            StatisticsChoice::Forgetting => StatisticsRule::Forgetting,
+            StatisticsChoice::WholeSet => StatisticsRule::WholeSet,
+        }
+    }
 }
 
 /// The cases, `rows × width`, and the tile shape of a basis vector.
@@ -205,13 +225,13 @@ pub fn run(args: SparseCodingArgs) -> Result<(), String> {
             (search.beta, Some(search))
         }
     };
-    let settings = FitSettings { beta, solver: solver(solver_choice), basis_step: BasisStepSettings::default(), batch_size: args.batch, passes: args.passes, track_whole_set: true };
+    let settings = FitSettings { beta, solver: solver(solver_choice), basis_step: BasisStepSettings::default(), batch_size: args.batch, passes: args.passes, track_whole_set: true, statistics: args.statistics.rule() };
     let on_cpu = engine.sparse_coding_device(&settings).err().flatten();
     if let Some(why) = &on_cpu {
         eprintln!("notice: {why}; running on the CPU");
     }
     let side = if on_cpu.is_some() { "the CPU".to_string() } else { engine.describe() };
-    output.text(&format!("sparse coding: {cases} cases of {} inputs, {} bases, β {beta:.6}, {} solver, batches of {}, {} passes, on {side}", inputs.width, args.bases, settings.solver.name(), args.batch, args.passes));
+    output.text(&format!("sparse coding: {cases} cases of {} inputs, {} bases, β {beta:.6}, {} solver, batches of {}, {} statistics, {} passes, on {side}", inputs.width, args.bases, settings.solver.name(), args.batch, settings.statistics.name(), args.passes));
     let batches = cases.div_ceil(args.batch);
     let mut progress = |r: &BatchRecord| {
         output.text(&format!(
@@ -243,7 +263,7 @@ pub fn run(args: SparseCodingArgs) -> Result<(), String> {
         n_inputs: basis.n_inputs,
         n_bases: basis.n_bases,
         tile: inputs.tile,
-        settings: SavedSettings { beta, beta_search: search, solver: settings.solver, basis_step: settings.basis_step, batch_size: args.batch, passes: args.passes, seed: args.seed },
+        settings: SavedSettings { beta, beta_search: search, solver: settings.solver, basis_step: settings.basis_step, batch_size: args.batch, passes: args.passes, statistics: settings.statistics, seed: args.seed },
         inputs: inputs.source,
         history: report.passes.clone(),
         batches: report.batches,

@@ -29,7 +29,8 @@ pub(super) struct BasisBuffers {
     scratch: wgpu::Buffer,
     start_offset: usize,
     state: wgpu::Buffer,
-    _params: wgpu::Buffer,
+    params: wgpu::Buffer,
+    params_value: BasisParams,
     bind_group: wgpu::BindGroup,
     groups: u32,
     staging: wgpu::Buffer,
@@ -67,7 +68,7 @@ impl BasisBuffers {
             change_offset: change_offset as u32,
             tolerance: tolerance as f32,
             half_data: half_data as f32,
-            _pad0: 0,
+            forget: 1.0,
             _pad1: 0,
         };
         let basis_buffer = buffers::upload(ctx, "sparse_coding_basis", &basis.values);
@@ -77,7 +78,8 @@ impl BasisBuffers {
         let statistics = buffers::zeros_f32(ctx, "sparse_coding_statistics", t_offset + len);
         let scratch = buffers::zeros_f32(ctx, "sparse_coding_scratch", change_offset + align(groups as usize));
         let state = buffers::zeros(ctx, "sparse_coding_basis_state", STATE_BYTES);
-        let params = buffers::uniform_bytes(ctx, "sparse_coding_basis_params", bytemuck::bytes_of(&params));
+        let params_value = params;
+        let params = buffers::uniform_bytes(ctx, "sparse_coding_basis_params", bytemuck::bytes_of(&params_value));
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("sparse_coding_basis"),
             layout: &kernels.basis_layout,
@@ -112,13 +114,29 @@ impl BasisBuffers {
             scratch,
             start_offset,
             state,
-            _params: params,
+            params,
+            params_value,
             bind_group,
             groups,
             staging,
             gradient_product,
             candidate_product,
         })
+    }
+
+    /// The forgetting statistics' decay: `S` and `−T` times `forget` on the device, submitted,
+    /// with `half_data` (their weighted `½‖X‖²`) for the basis step's objective.
+    pub(super) fn forget(&mut self, ctx: &GpuContext, kernels: &SparseCodingKernels, forget: f64, half_data: f64) {
+        self.params_value.forget = forget as f32;
+        self.params_value.half_data = half_data as f32;
+        ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&self.params_value));
+        let elements = self.t_offset + self.params_value.len as usize;
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("sparse_coding_forget") });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sparse_coding_forget"), timestamp_writes: None });
+            self.kernel(&mut pass, &kernels.basis.scale_statistics, elements.div_ceil(256));
+        }
+        ctx.queue.submit([encoder.finish()]);
     }
 
     fn kernel(&self, pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, groups: usize) {
@@ -181,7 +199,8 @@ impl DeviceFit {
             };
             self.basis.staging.unmap();
         }
-        let before = self.half_data + 0.5 * partials.iter().map(|&p| f64::from(p)).sum::<f64>();
+        let half_data = if self.forgetting { self.weighted_half } else { self.half_data };
+        let before = half_data + 0.5 * partials.iter().map(|&p| f64::from(p)).sum::<f64>();
         Ok(BasisOutcome { before, after: before + f64::from(state.decrease), iterations: state.iterations as usize, cases })
     }
 

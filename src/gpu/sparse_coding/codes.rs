@@ -221,7 +221,9 @@ impl DeviceFit {
         self.write_code_params(rows, rows, warm);
         self.write_active(&(0..rows as u32).collect::<Vec<u32>>());
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("sparse_coding_codes") });
-        if warm && statistics {
+        // Forgetting adds the new part only: no old part to take away.
+        let replace = warm && !self.forgetting;
+        if replace && statistics {
             encoder.copy_buffer_to_buffer(&self.blocks[b].codes, 0, &self.code.old_codes, 0, 4 * (rows * n) as u64);
         }
         let first_bucket = bucket(rows, capacity);
@@ -274,7 +276,7 @@ impl DeviceFit {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("sparse_coding_finish"), timestamp_writes: None });
             block.kernel(&mut pass, &self.kernels.codes.finish_cases, rows);
             if statistics {
-                block.add_statistics(&mut pass, warm);
+                block.add_statistics(&mut pass, replace);
             }
         }
         self.ctx.queue.submit([encoder.finish()]);

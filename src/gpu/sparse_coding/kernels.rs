@@ -65,7 +65,8 @@ pub struct BasisParams {
     pub change_offset: u32,
     pub tolerance: f32,
     pub half_data: f32,
-    pub _pad0: u32,
+    /// The forgetting factor `scale_statistics` multiplies the statistics by.
+    pub forget: f32,
     pub _pad1: u32,
 }
 
@@ -118,6 +119,7 @@ pub(crate) struct BasisPipelines {
     pub change_partials: wgpu::ComputePipeline,
     pub decide: wgpu::ComputePipeline,
     pub accept: wgpu::ComputePipeline,
+    pub scale_statistics: wgpu::ComputePipeline,
 }
 
 /// Sparse coding's kernels on one device: the two modules' pipelines (one bind-group layout
@@ -153,7 +155,7 @@ impl SparseCodingKernels {
             buffer_entry(3, write, false),
             buffer_entry(4, write, false),
             buffer_entry(5, read, false),
-            buffer_entry(6, read, false),
+            buffer_entry(6, write, false),
             buffer_entry(7, write, false),
         ];
         let code_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("sparse_coding_codes"), entries: &code_entries });
@@ -192,6 +194,7 @@ impl SparseCodingKernels {
             change_partials: step("change_partials"),
             decide: step("decide"),
             accept: step("accept"),
+            scale_statistics: step("scale_statistics"),
         };
         SparseCodingKernels { gemm: GemmKernels::new(ctx), code_layout, basis_layout, codes, basis }
     }

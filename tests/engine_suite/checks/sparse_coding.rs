@@ -23,7 +23,7 @@ use crate::engine_suite::Harness;
 use deepbelief::backend::cpu::CpuBackend;
 use deepbelief::engine::sparse_coding_session::SparseCodingSession;
 use deepbelief::sparse_coding::basis_step::{descend, BasisStatistics};
-use deepbelief::sparse_coding::{encode, fit, objective, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, RainaSettings};
+use deepbelief::sparse_coding::{encode, fit, objective, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, RainaSettings, StatisticsRule};
 
 #[path = "../../sparse_coding_support/mod.rs"]
 mod problems;
@@ -49,7 +49,7 @@ fn problem(k: usize, n: usize, rows: usize, seed: u64) -> (Basis, Vec<f32>) {
 }
 
 fn fit_settings(batch_size: usize, passes: usize) -> FitSettings {
-    FitSettings { beta: 0.2, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size, passes, track_whole_set: false }
+    FitSettings { beta: 0.2, solver: CodeSolver::raina(), basis_step: BasisStepSettings::default(), batch_size, passes, track_whole_set: false, statistics: StatisticsRule::WholeSet }
 }
 
 fn tight() -> CodeSolver {
