@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Issue 20's sweep on the device machine: microseconds per online RTRL step on Moore's n-bit
-# adder (2n-2n-n, Elman by default) for ours on the GPU (GpuRtrl: tensors resident, products
-# through the tuned GEMM kernels), ours on the CPU and the NumPy peer (bench/rtrl_numpy.py, the
-# same algorithm on the CPU), one after the other in one run. Every row is a JSON line in
-# $OUT/rtrl_{gpu,cpu,numpy}.jsonl, a table in $OUT/rtrl_summary.txt (each row also carries the
-# mean E of its timed steps: the three agree to float32 rounding when they ran the same steps).
+# adder (2n-2n-n, Elman by default) for ours on the GPU (DeviceRtrl: every step on the device,
+# a repeat's steps in one submission; and again with one submission and read-back per step,
+# --rtrl-submit 1), ours on the CPU, the NumPy peer (bench/rtrl_numpy.py, the same algorithm on
+# the CPU) and the PyTorch peer on CUDA (bench/rtrl_torch.py: eager, and a CUDA-graph captured
+# step; Elman with the shortcut only), one after the other in one run. Every row is a JSON line
+# in $OUT/rtrl_{gpu,gpu1,cpu,numpy,torch}.jsonl, a table in $OUT/rtrl_summary.txt (each row also
+# carries the mean E of its timed steps: all agree to float32 rounding when they ran the same
+# steps).
 #
 # Run from the repository root there, with our binary carried at .sweep/bin/deepbelief (built
 # here: cargo build --release --bin deepbelief && cp target/release/deepbelief .sweep/bin/)
@@ -14,7 +17,8 @@
 #
 # Knobs (environment): SIZES (16,32,64,96,128), PRESET (elman|jordan|feedforward), SHORTCUT
 # (1; 0 runs full RTRL: --rtrl-no-shortcut / --no-shortcut), STEPS (20 per repeat), REPEATS (3),
-# GPU_TIMEOUT_S (200), CPU_TIMEOUT_S (200), NUMPY_TIMEOUT_S (170), CPU_THREADS (all; sets
+# GPU_TIMEOUT_S (200), CPU_TIMEOUT_S (200), NUMPY_TIMEOUT_S (170), TORCH_TIMEOUT_S (200),
+# TORCH (1; 0 skips it), CPU_THREADS (all; sets
 # RAYON_NUM_THREADS and OMP/OPENBLAS threads), BIN (.sweep/bin/deepbelief). A smoke test where
 # there is no GPU: SIZES=2,4 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD> BIN=target/release/deepbelief.
 set -u
@@ -36,6 +40,7 @@ CPU_THREADS=${CPU_THREADS:-$(nproc)}
   echo "cores: $(nproc); CPU threads: $CPU_THREADS; sizes $SIZES, preset $PRESET, shortcut $SHORTCUT, $REPEATS x $STEPS steps"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1
   python3 -c 'import numpy, sys; print("python", sys.version.split()[0], "numpy", numpy.__version__)' 2>&1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
   echo "deepbelief: $("$BIN" --version)"
 } >"$OUT/rtrl_env.txt" 2>&1
 cat "$OUT/rtrl_env.txt" >&2
@@ -45,29 +50,39 @@ if [ "$SHORTCUT" = 0 ]; then ours_flags+=(--rtrl-no-shortcut); peer_flags+=(--no
 
 echo "== ours, GPU" | tee "$OUT/rtrl.log" >&2
 timeout "${GPU_TIMEOUT_S:-200}" "$BIN" bench --backend gpu "${ours_flags[@]}" 2>>"$OUT/rtrl.log" | grep '^{' >"$OUT/rtrl_gpu.jsonl"
+echo "== ours, GPU, one submission per step" | tee -a "$OUT/rtrl.log" >&2
+timeout "${GPU_TIMEOUT_S:-200}" "$BIN" bench --backend gpu "${ours_flags[@]}" --rtrl-submit 1 2>>"$OUT/rtrl.log" | grep '^{' >"$OUT/rtrl_gpu1.jsonl"
 echo "== ours, CPU ($CPU_THREADS threads)" | tee -a "$OUT/rtrl.log" >&2
 RAYON_NUM_THREADS=$CPU_THREADS timeout "${CPU_TIMEOUT_S:-200}" "$BIN" bench --backend cpu "${ours_flags[@]}" 2>>"$OUT/rtrl.log" | grep '^{' >"$OUT/rtrl_cpu.jsonl"
 echo "== NumPy ($CPU_THREADS threads)" | tee -a "$OUT/rtrl.log" >&2
 (cd bench && OMP_NUM_THREADS=$CPU_THREADS OPENBLAS_NUM_THREADS=$CPU_THREADS MKL_NUM_THREADS=$CPU_THREADS timeout "${NUMPY_TIMEOUT_S:-170}" python3 rtrl_numpy.py "${peer_flags[@]}") 2>>"$OUT/rtrl.log" >"$OUT/rtrl_numpy.jsonl"
 
+if [ "${TORCH:-1}" = 1 ] && [ "$PRESET" = elman ] && [ "$SHORTCUT" = 1 ]; then
+  echo "== PyTorch" | tee -a "$OUT/rtrl.log" >&2
+  (cd bench && timeout "${TORCH_TIMEOUT_S:-200}" python3 rtrl_torch.py --sizes "$SIZES" --steps "$STEPS" --repeats "$REPEATS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"}) 2>>"$OUT/rtrl.log" >"$OUT/rtrl_torch.jsonl"
+fi
+
 python3 - "$OUT" <<'PY' | tee "$OUT/rtrl_summary.txt"
 import json, sys, os
 out = sys.argv[1]
 rows = {}
-for side in ("gpu", "cpu", "numpy"):
+for side in ("gpu", "gpu1", "cpu", "numpy", "torch"):
     path = os.path.join(out, f"rtrl_{side}.jsonl")
     for line in open(path) if os.path.exists(path) else []:
         r = json.loads(line)
-        rows.setdefault(r["bits"], {})[side] = r
-print(f"{'n':>4} {'layers':>12} {'GPU µs/step':>12} {'CPU µs/step':>12} {'NumPy µs/step':>14} {'CPU/GPU':>8} {'NumPy/GPU':>10}  mean E (gpu, cpu, numpy)")
+        key = side if side != "torch" else "torch-" + r["variant"]
+        rows.setdefault(r["bits"], {})[key] = r
+cols = [("gpu", "GPU"), ("gpu1", "GPU 1/sub"), ("cpu", "CPU"), ("numpy", "NumPy"), ("torch-eager", "torch eager"), ("torch-cuda-graph", "torch graph")]
+print(f"{'n':>4} {'layers':>12} " + " ".join(f"{t + ' µs':>15}" for _, t in cols) + f" {'CPU/GPU':>8} {'graph/GPU':>10}  mean E per column")
 for n in sorted(rows):
     r = rows[n]
     us = {k: v["microseconds_per_step"] for k, v in r.items()}
     layers = "-".join(map(str, next(iter(r.values()))["layers"]))
     ratio = lambda a: f"{us[a] / us['gpu']:.2f}" if a in us and "gpu" in us else "-"
     cell = lambda k: f"{us[k]:.1f}" if k in us else "-"
-    errors = ", ".join(f"{r[k]['mean_error']:.6f}" if k in r else "-" for k in ("gpu", "cpu", "numpy"))
-    print(f"{n:>4} {layers:>12} {cell('gpu'):>12} {cell('cpu'):>12} {cell('numpy'):>14} {ratio('cpu'):>8} {ratio('numpy'):>10}  {errors}")
+    errors = ", ".join(f"{r[k]['mean_error']:.6f}" if k in r else "-" for k, _ in cols)
+    print(f"{n:>4} {layers:>12} " + " ".join(f"{cell(k):>15}" for k, _ in cols) + f" {ratio('cpu'):>8} {ratio('torch-cuda-graph'):>10}  {errors}")
 gpu = next((r["gpu"]["backend"] for r in rows.values() if "gpu" in r), "no GPU rows")
-print(f"device: {gpu}")
+torch_device = next((r[k]["device"] for r in rows.values() for k in r if k.startswith("torch")), "no torch rows")
+print(f"device: {gpu}; torch on {torch_device}")
 PY
