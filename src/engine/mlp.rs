@@ -43,7 +43,10 @@ impl Engine {
                 return Ok(MlpOutcome { outcome, ran_on: "cpu", fell_back: None });
             }
         };
-        let started = crate::clock::now_seconds();
+        // The epochs' time, from the first submission (kernels compiled, cases uploaded) to the
+        // last weights read back.
+        let mut started = f64::NAN;
+        let mut finished = f64::NAN;
         let mut done = 0;
         let mut rollbacks = 0;
         let mut stop = StopKind::MaxIterations;
@@ -53,6 +56,7 @@ impl Engine {
                 Ok(device) => device,
                 Err(e) => break 'device Some(e.to_string()),
             };
+            started = crate::clock::now_seconds();
             while done < settings.epochs {
                 let mut count = (settings.epochs - done).min(MAX_EPOCHS_PER_SUBMISSION);
                 if checkpoint_every > 0 {
@@ -91,15 +95,16 @@ impl Engine {
                     break;
                 }
             }
+            finished = crate::clock::now_seconds();
             match pollster::block_on(device.finish()) {
                 Ok((_, weights)) => net.set_params(&weights),
                 Err(e) => break 'device Some(e.to_string()),
             }
             None
         };
-        let seconds = crate::clock::now_seconds() - started;
+        let seconds = if finished.is_nan() { crate::clock::now_seconds() - started } else { finished - started };
         // The device runs Toman's four stages in one submission: its time is the update's.
-        let device_times = StageSeconds { update: seconds, ..StageSeconds::default() };
+        let device_times = StageSeconds { update: if seconds.is_nan() { 0.0 } else { seconds }, ..StageSeconds::default() };
         let Some(why) = failure else {
             let criterion = crate::supervised::criterion::criterion(net, &crate::backend::cpu::CpuBackend, cases, 0.0);
             let error = crate::supervised::full_batch::reported_error(net.output, criterion, 0.0, cases.n_outputs);
