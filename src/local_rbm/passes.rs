@@ -164,8 +164,14 @@ impl LocalRbm {
         let g = &self.geometry;
         let rows = visible.len() / g.n_visible();
         buffers.resize(g, rows);
-        gather_patches(g, visible, &mut buffers.patches);
-        patch_products_up(self, &buffers.patches, hidden);
+        self.hidden_probabilities_with(visible, hidden, &mut buffers.patches);
+    }
+
+    /// `hidden_probabilities` with the caller's patch buffer (`rows × positions × patch_inputs`),
+    /// left holding the visible cases' patches.
+    pub fn hidden_probabilities_with(&self, visible: &[f32], hidden: &mut [f32], patches: &mut [f32]) {
+        gather_patches(&self.geometry, visible, patches);
+        patch_products_up(self, patches, hidden);
         hidden_bias_sigmoid(self, hidden);
     }
 

@@ -125,7 +125,8 @@ pub fn sample_bernoulli(probabilities: &[f32], stream: RngStream, first: u64, sa
     });
 }
 
-/// `gradient_bank(p) += scale · X_pᵀ H_p` over the chunk's rows.
+/// `gradient_bank(p) += scale · X_pᵀ H_p` over the rows (`[X0; X1]` and `[H0; −H1]` stacked:
+/// the data and reconstruction terms in one product).
 fn accumulate_patch_outer(model: &LocalRbm, patches: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]) {
     use crate::backend::strided::{sgemm, OutPtr, Strided};
     let g = &model.geometry;
@@ -157,8 +158,19 @@ fn accumulate_patch_outer(model: &LocalRbm, patches: &[f32], hidden: &[f32], sca
 /// Sums each hidden bias's values over the rows (and, tied, over positions).
 fn add_hidden_sums(model: &LocalRbm, hidden: &[f32], scale: f32, sums: &mut [f32]) {
     let g = &model.geometry;
-    let units = g.hidden_per_patch;
-    for case in hidden.chunks_exact(g.n_hidden()) {
+    let (units, nh) = (g.hidden_per_patch, g.n_hidden());
+    if !g.tied {
+        // One task per bank, cases in order: the same sums as the loop below.
+        sums.par_chunks_mut(units).enumerate().for_each(|(p, bank)| {
+            for case in hidden.chunks_exact(nh) {
+                for (s, h) in bank.iter_mut().zip(&case[p * units..(p + 1) * units]) {
+                    *s += scale * h;
+                }
+            }
+        });
+        return;
+    }
+    for case in hidden.chunks_exact(nh) {
         for (p, group) in case.chunks_exact(units).enumerate() {
             let bank = model.bank_of(p);
             for (s, h) in sums[bank * units..(bank + 1) * units].iter_mut().zip(group) {
@@ -184,28 +196,35 @@ pub fn cd1_gradient(model: &LocalRbm, cover: &CoverLists, batch: &[f32], seed: u
     let per_bias = if g.tied { (rows * g.positions()) as f32 } else { rows as f32 };
     let stream = RngStream::new(seed, step, Purpose::HiddenSample);
     let chunk = chunk_rows(g, rows);
-    let (mut data_buffers, mut model_buffers) = (PassBuffers::default(), PassBuffers::default());
+    let per_case = g.positions() * g.patch_inputs();
+    let mut model_buffers = PassBuffers::default();
+    // The data's and the reconstruction's patches and hidden probabilities stacked (data rows
+    // first), so the gradient is one product per bank over 2·n rows: [X0; X1]ᵀ [H0; −H1].
+    let mut patches = Vec::new();
+    let mut hidden = Vec::new();
     for (c, v0) in batch.chunks(chunk * nv).enumerate() {
         let n = v0.len() / nv;
-        let mut h0 = vec![0.0; n * nh];
-        model.hidden_probabilities(v0, &mut h0, &mut data_buffers);
+        patches.resize(2 * n * per_case, 0.0);
+        hidden.resize(2 * n * nh, 0.0);
+        let (patches0, patches1) = patches.split_at_mut(n * per_case);
+        let (h0, h1) = hidden.split_at_mut(n * nh);
+        model.hidden_probabilities_with(v0, h0, patches0);
         let mut sample = vec![0.0; n * nh];
-        sample_bernoulli(&h0, stream, (c * chunk * nh) as u64, &mut sample);
+        sample_bernoulli(h0, stream, (c * chunk * nh) as u64, &mut sample);
         let mut v1 = vec![0.0; n * nv];
         model.visible_expectations(cover, &sample, &mut v1, &mut model_buffers);
-        let mut h1 = vec![0.0; n * nh];
-        model.hidden_probabilities(&v1, &mut h1, &mut model_buffers);
+        model.hidden_probabilities_with(&v1, h1, patches1);
         let scale = 1.0 / rows as f32;
-        accumulate_patch_outer(model, &data_buffers.patches, &h0, scale, &mut gradient.weights);
-        accumulate_patch_outer(model, &model_buffers.patches, &h1, -scale, &mut gradient.weights);
+        add_hidden_sums(model, h0, scale, &mut gradient.hidden_bias);
+        add_hidden_sums(model, h1, -scale, &mut gradient.hidden_bias);
+        add_hidden_sums(model, h0, 1.0 / per_bias, &mut gradient.mean_hidden);
+        h1.par_iter_mut().for_each(|h| *h = -*h);
+        accumulate_patch_outer(model, &patches, &hidden, scale, &mut gradient.weights);
         for (case0, case1) in v0.chunks_exact(nv).zip(v1.chunks_exact(nv)) {
             for ((gv, a), b) in gradient.visible_bias.iter_mut().zip(case0).zip(case1) {
                 *gv += (a - b) * scale;
             }
         }
-        add_hidden_sums(model, &h0, scale, &mut gradient.hidden_bias);
-        add_hidden_sums(model, &h1, -scale, &mut gradient.hidden_bias);
-        add_hidden_sums(model, &h0, 1.0 / per_bias, &mut gradient.mean_hidden);
         gradient.squared_error += squared_difference(v0, &v1);
     }
     gradient
