@@ -5,6 +5,15 @@
 
 const rbm = (field) => ['stack', 'rbm', field];
 const sup = (field) => ['supervised', field];
+const rule = (field) => ['supervised', 'step_rules', field];
+
+// The optimisers of the supervised stage and fine-tuning (serde names of Optimizer).
+const STAGE_OPTIMIZERS = [
+  ['conjugate_gradient', 'Conjugate gradient'], ['sgd', 'SGD with momentum'],
+  ['adaptive_step', 'Adaptive steps (Toman)'], ['rprop', 'iRprop+'], ['rprop_minus', 'RPROP (FANN\'s iRprop−)'],
+  ['quickprop', 'Quickprop'], ['bold_driver', 'Bold driver'], ['backprop', 'Batch back-propagation'],
+  ['incremental', 'Incremental back-propagation'], ['levenberg_marquardt', 'Levenberg–Marquardt (small nets)'],
+];
 
 // type: int | float | bool | choice | optional-int (empty: not set).
 export const PARAMS = [
@@ -39,8 +48,8 @@ export const PARAMS = [
   { key: 'greedy_mean_field', path: ['stack', 'greedy_mean_field'], label: 'Greedy mean field', group: 'rbm-init', type: 'bool', default: true, tip: 'Higher layers train on the probabilities of the layer below (on) or on samples of them.', advanced: true },
   { key: 'monitor_cases', path: ['stack', 'monitor_cases'], label: 'Monitor cases', group: 'rbm-init', type: 'int', default: 1000, min: 0, max: 100000000, tip: 'Cases used for the per-epoch free energy and unit statistics; 0 turns them off.', advanced: true },
   // Supervised stage
-  { key: 'sup_output', path: sup('output'), label: 'Outputs', group: 'supervised', type: 'choice', default: 'soft_max', choices: [['soft_max', 'SoftMax (classes)'], ['linear', 'Linear (least squares)']], tip: 'SoftMax outputs with log-likelihood for classes; linear outputs with squared error for values.' },
-  { key: 'sup_optimizer', path: sup('optimizer'), label: 'Optimizer', group: 'supervised', type: 'choice', default: 'conjugate_gradient', choices: [['conjugate_gradient', 'Conjugate gradient'], ['sgd', 'SGD with momentum']], tip: 'Full-batch conjugate gradient (DEEP) or mini-batch stochastic gradient descent.' },
+  { key: 'sup_output', path: sup('output'), label: 'Outputs', group: 'supervised', type: 'choice', default: 'soft_max', choices: [['soft_max', 'SoftMax (classes)'], ['linear', 'Linear (least squares)'], ['logistic', 'Logistic (Toman\'s all-sigmoid nets)']], tip: 'SoftMax outputs with log-likelihood for classes; linear outputs with squared error for values; logistic outputs with half the squared error per case (Toman\'s MLPs: the step rules then compare his RMS/2 error).' },
+  { key: 'sup_optimizer', path: sup('optimizer'), label: 'Optimizer', group: 'supervised', type: 'choice', default: 'conjugate_gradient', choices: STAGE_OPTIMIZERS, tip: 'Full-batch conjugate gradient (DEEP), mini-batch SGD, or a full-batch step rule (docs/TOMAN.md): Toman\'s adaptive steps with robust training, iRprop+, FANN\'s RPROP, Quickprop, the bold driver, batch or incremental back-propagation, Levenberg–Marquardt (small nets only). The step rules run the iterations as epochs, to the target error.' },
   { key: 'sup_max_iterations', path: sup('max_iterations'), label: 'Iterations (at most)', group: 'supervised', type: 'int', default: 1000, min: 1, max: 100000000, tip: 'Conjugate-gradient iterations, or SGD epochs, of the supervised stage.' },
   { key: 'sup_tolerance', path: sup('tolerance'), label: 'Tolerance', group: 'supervised', type: 'float', default: 0.00005, min: 0, max: 1, tip: 'The stage stops when the criterion changes relatively less than this.' },
   { key: 'sup_weight_penalty', path: sup('weight_penalty'), label: 'Weight penalty', group: 'supervised', type: 'float', default: 1, min: 0, max: 1000000, tip: 'PenFac: adds PenFac · Σw² / (number of weights) to the criterion.' },
@@ -51,9 +60,19 @@ export const PARAMS = [
   { key: 'sup_learning_rate', path: sup('learning_rate'), label: 'SGD learning rate', group: 'supervised', type: 'float', default: 0.1, min: 0.000000001, max: 100, tip: 'SGD only: step size of the supervised stage.', advanced: true },
   { key: 'sup_momentum', path: sup('momentum'), label: 'SGD momentum', group: 'supervised', type: 'float', default: 0.9, min: 0, max: 0.999, tip: 'SGD only: momentum of the updates.', advanced: true },
   { key: 'sup_final_rate_fraction', path: sup('final_rate_fraction'), label: 'SGD final rate fraction', group: 'supervised', type: 'float', default: 0.1, min: 0, max: 1, tip: 'SGD only: the rate falls linearly to this fraction of its start (1: constant).', advanced: true },
+  // Supervised stage: the step rules' settings (StepRuleSettings; Toman's defaults but up/down)
+  { key: 'sup_target_error', path: rule('target_error'), label: 'Target error', group: 'supervised', type: 'float', default: 0, min: 0, max: 1000000000000, tip: 'Step rules: stop once the error (RMS/2 for logistic outputs, else the criterion) is at most this; 0 runs every epoch.' },
+  { key: 'sup_up', path: rule('up'), label: 'Adaptive: rate up', group: 'supervised', type: 'float', default: 1.3, min: 0.000001, max: 100, tip: 'Adaptive steps: a weight\'s rate × this when its gradient kept its sign (1.3 measured best on Toman\'s setting).', advanced: true },
+  { key: 'sup_down', path: rule('down'), label: 'Adaptive: rate down', group: 'supervised', type: 'float', default: 0.7, min: 0.000001, max: 100, tip: 'Adaptive steps: a weight\'s rate × this when its gradient changed sign.', advanced: true },
+  { key: 'sup_initial_rate', path: rule('initial_rate'), label: 'Adaptive: first rate', group: 'supervised', type: 'float', default: 0.5, min: 0.000000000001, max: 1000000, tip: 'Adaptive steps: every weight\'s starting rate.', advanced: true },
+  { key: 'sup_max_step', path: rule('max_step'), label: 'Adaptive: largest rate', group: 'supervised', type: 'float', default: 10, min: 0.000000000001, max: 1000000, tip: 'Adaptive steps: the cap on a weight\'s rate (Toman: 10).', advanced: true },
+  { key: 'sup_rule_momentum', path: rule('momentum'), label: 'Step-rule momentum', group: 'supervised', type: 'float', default: 0.7, min: 0, max: 0.999, tip: 'Momentum of the adaptive steps, batch and incremental back-propagation and the bold driver.', advanced: true },
+  { key: 'sup_robust', path: rule('robust'), label: 'Adaptive: robust training', group: 'supervised', type: 'bool', default: true, tip: 'Adaptive steps: keep the best weights; when the error reaches best × the growth, restore them, halve the rates and clear the momentum.', advanced: true },
+  { key: 'sup_max_error_growth', path: rule('max_error_growth'), label: 'Adaptive: error growth', group: 'supervised', type: 'float', default: 1.02, min: 1, max: 100, tip: 'Robust training rolls back when the error reaches the best × this.', advanced: true },
+  { key: 'sup_rule_learning_rate', path: rule('learning_rate'), label: 'Step-rule rate', group: 'supervised', type: 'float', default: 0.7, min: 0.000000000001, max: 1000000, tip: 'Batch and incremental back-propagation and Quickprop\'s rate; the bold driver\'s first (FANN: 0.7).', advanced: true },
   // Fine-tuning
   { key: 'sup_fine_tune', path: sup('fine_tune'), label: 'Fine-tune the whole model', group: 'fine-tune', type: 'bool', default: false, tip: 'After the supervised stage, backpropagate through the RBM layers too.' },
-  { key: 'sup_fine_tune_optimizer', path: sup('fine_tune_optimizer'), label: 'Fine-tuning optimizer', group: 'fine-tune', type: 'choice', default: 'sgd', choices: [['', 'Same as the supervised stage'], ['conjugate_gradient', 'Conjugate gradient'], ['sgd', 'SGD with momentum']], tip: 'The optimizer of fine-tuning.' },
+  { key: 'sup_fine_tune_optimizer', path: sup('fine_tune_optimizer'), label: 'Fine-tuning optimizer', group: 'fine-tune', type: 'choice', default: 'sgd', choices: [['', 'Same as the supervised stage'], ...STAGE_OPTIMIZERS], tip: 'The optimizer of fine-tuning.' },
   { key: 'sup_fine_tune_max_iterations', path: sup('fine_tune_max_iterations'), label: 'Fine-tuning iterations', group: 'fine-tune', type: 'int', default: 100, min: 1, max: 100000000, tip: 'Conjugate-gradient iterations, or SGD epochs, of fine-tuning.' },
   { key: 'sup_fine_tune_tolerance', path: sup('fine_tune_tolerance'), label: 'Fine-tuning tolerance', group: 'fine-tune', type: 'float', default: 0, min: 0, max: 1, tip: 'Fine-tuning stops when the criterion changes relatively less than this.', advanced: true },
   { key: 'sup_fine_tune_learning_rate', path: sup('fine_tune_learning_rate'), label: 'Fine-tuning SGD rate', group: 'fine-tune', type: 'float', default: 0.1, min: 0.000000001, max: 100, tip: 'SGD fine-tuning: step size (pretrained weights want gentler steps).', advanced: true },
