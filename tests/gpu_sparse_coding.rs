@@ -127,11 +127,11 @@ fn the_fit_follows_the_cpu_fit_step_by_step() {
 }
 
 #[test]
-fn the_forgetting_fit_follows_the_cpu_fit_step_by_step() {
+fn the_forgetting_first_pass_fit_follows_the_cpu_fit_step_by_step() {
     let Some((ctx, kernels)) = context() else { return };
     let (k, n, rows) = (36, 48, 300);
     let (initial, data) = problem(k, n, rows, 6);
-    let settings = FitSettings { statistics: StatisticsRule::Forgetting, ..settings(100, 2) };
+    let settings = FitSettings { statistics: StatisticsRule::ForgettingFirstPass, ..settings(100, 2) };
     let codes = vec![0.0f32; rows * n];
     let mut device = DeviceFit::new(&ctx, kernels, &initial, &data, &codes, &settings, FitPosition { pass: 1, batch: 0 }).unwrap();
     let (mut basis, mut cpu_codes) = (initial.clone(), codes.clone());

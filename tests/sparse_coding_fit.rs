@@ -246,6 +246,31 @@ fn forgetting_weighs_the_batches_as_scikit_learn_does() {
 }
 
 #[test]
+fn forgetting_first_pass_takes_the_whole_set_from_the_second_pass() {
+    let mut rng = rng(16);
+    let (k, n, rows, beta) = (16, 24, 900, 0.1);
+    let (_, data) = sparse_dataset(&mut rng, k, n, rows, 3, 0.02);
+    let mut basis = Basis::initialise(k, n, 3).unwrap();
+    let mut codes = vec![0.0f32; rows * n];
+    let settings = FitSettings { beta, solver: CodeSolver::coordinate_descent(), basis_step: BasisStepSettings::default(), batch_size: 300, passes: 3, track_whole_set: true, statistics: StatisticsRule::ForgettingFirstPass };
+    let report = fit(&CpuBackend, &mut basis, &data, &mut codes, &settings, &mut |_| true).unwrap();
+    let whole: Vec<f64> = report.passes.iter().map(|p| p.objective.total).collect();
+    // From the second pass the records are the whole set's: every step lowers it, and each
+    // pass's last record is the measured objective.
+    let mut previous = whole[1];
+    for record in report.batches.iter().filter(|r| r.pass > 1) {
+        assert!(record.objective_after_codes <= previous * (1.0 + 1e-5) && record.objective_after_basis <= record.objective_after_codes * (1.0 + 1e-5), "{record:?} after {previous}");
+        previous = record.objective_after_basis;
+        if record.batch == 2 {
+            assert!((record.objective_after_basis - whole[record.pass]).abs() <= 1e-5 * whole[record.pass], "pass {}: recorded {}, measured {}", record.pass, record.objective_after_basis, whole[record.pass]);
+        }
+    }
+    // In the first pass the records are estimates: the last is near, not at, the measured one.
+    let first_pass_last = report.batches[2].objective_after_basis;
+    assert!((first_pass_last - whole[1]).abs() <= 0.2 * whole[1], "estimate {first_pass_last}, measured {}", whole[1]);
+}
+
+#[test]
 fn beta_from_a_target_sparsity_hits_it_within_its_tolerance() {
     let mut rng = rng(14);
     let (k, n, rows) = (16, 64, 200);

@@ -64,7 +64,7 @@ fn read_back(trainer: &SparseCodingTrainer) -> SavedSparseCoding {
 
 /// Whole cases, a given β: 60 cases in batches of 20, 3 passes.
 fn whole_config(backend: &str) -> Value {
-    json!({ "patch": 0, "bases": BASES, "beta": 0.3, "batch_size": 20, "passes": 3, "seed": 3, "backend": backend })
+    json!({ "patch": 0, "bases": BASES, "beta": 0.3, "batch_size": 20, "passes": 3, "statistics": "whole_set", "seed": 3, "backend": backend })
 }
 
 #[wasm_bindgen_test]
@@ -92,6 +92,7 @@ fn settings_errors_name_their_field() {
         ("solver", json!(2)),
         ("batch_size", json!(0)),
         ("passes", json!(0)),
+        ("statistics", json!("sometimes")),
         ("seed", json!(-1)),
         ("backend", json!("tpu")),
         ("adapter_name", json!(3)),

@@ -15,9 +15,10 @@
 //!    host reads the cases' records back every few iterations (the convergence check) and
 //!    narrows the next iterations to the cases still running;
 //! 2. the statistics: the block's old part taken away and its new part added, `AᵀA` and
-//!    `XᵀA` of the new and old codes as one paired GEMM each; with
-//!    [`StatisticsRule::Forgetting`] the statistics are first multiplied by the forgetting
-//!    factor (`scale_statistics`) and only the new part is added;
+//!    `XᵀA` of the new and old codes as one paired GEMM each; where the batch forgets
+//!    ([`StatisticsRule::forgets_in`]) the statistics are first multiplied by the forgetting
+//!    factor (`scale_statistics`) and only the new part is added (and as `ForgettingFirstPass`
+//!    stops forgetting, the statistics are cleared and every block's part added);
 //! 3. the basis step (`basis.rs`, `shaders/sparse_coding_basis.wgsl`): projected gradient
 //!    descent with the ColumnMajoriser steps, `G = B·S − T` through the GEMM, the candidate
 //!    and its column-norm projection, the exact change `½⟨B' − B, G + G'⟩`, accepted or
@@ -55,7 +56,7 @@ use crate::sparse_coding::basis_step::{half_norm2, Descent};
 use crate::sparse_coding::codes::CodeStepReport;
 use crate::sparse_coding::fit::FitPosition;
 use crate::sparse_coding::products::{check_codes, check_data, Objective};
-use crate::sparse_coding::{forgetting_factor, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, RainaSettings, StatisticsRule, StepRule};
+use crate::sparse_coding::{forgetting_factor, Basis, BasisStepSettings, BatchRecord, CodeSolver, FitSettings, PassRecord, RainaSettings, StepRule};
 use std::sync::Arc;
 
 /// Every region of a shared buffer starts on a multiple of this many f32 (256 bytes, WebGPU's
@@ -95,11 +96,12 @@ pub struct DeviceFit {
     basis: BasisBuffers,
     position: FitPosition,
     half_data: f64,
-    /// `Forgetting`: the statistics' weighted `½‖X‖²` and number of cases, and each
-    /// mini-batch's own `½‖X‖²`.
+    /// The statistics are the forgetting ones; then their weighted `½‖X‖²`, number of cases and
+    /// `‖A‖₁`; and each mini-batch's own `½‖X‖²`.
     forgetting: bool,
     weighted_half: f64,
     weighted_cases: f64,
+    weighted_l1: f64,
     batch_half: Vec<f64>,
     /// Each case's `‖a‖₁` and non-zero codes (as the device last summed them).
     case_l1: Vec<f64>,
@@ -134,10 +136,11 @@ impl DeviceFit {
         let (k, n) = (basis.n_inputs, basis.n_bases);
         let block_cap = codes::block_capacity(ctx, k, n)?.min(settings.batch_size).min(rows).min(block_limit.max(1));
         let half_data = half_norm2(data);
-        let forgetting = settings.statistics == StatisticsRule::Forgetting;
+        let forgetting = settings.statistics.forgets_in(position.pass);
         // As FitRun::resume: forgetting from zeros starts with nothing, from codes with every
         // case at weight 1.
         let (weighted_half, weighted_cases) = if forgetting && codes.iter().all(|&a| a == 0.0) { (0.0, 0.0) } else { (half_data, rows as f64) };
+        let weighted_l1 = codes.iter().map(|&a| f64::from(a.abs())).sum();
         let batch_half = (0..rows).step_by(settings.batch_size).map(|first| half_norm2(&data[first * k..(first + settings.batch_size).min(rows) * k])).collect();
         let basis_buffers = BasisBuffers::new(ctx, &kernels, basis, settings.basis_step.tolerance, weighted_half)?;
         let mut batches = Vec::new();
@@ -179,6 +182,7 @@ impl DeviceFit {
             forgetting,
             weighted_half,
             weighted_cases,
+            weighted_l1,
             batch_half,
             case_l1,
             case_nonzero,
@@ -233,8 +237,15 @@ impl DeviceFit {
         let FitPosition { pass, batch } = self.position;
         let blocks = self.batches[batch].clone();
         let started = now_seconds();
+        if self.forgetting && !self.settings.statistics.forgets_in(pass) {
+            // ForgettingFirstPass from its second pass: the whole set's statistics.
+            self.forgetting = false;
+            self.basis.restart_statistics(&self.ctx, self.half_data);
+            self.add_initial_statistics();
+        }
+        let mut factor = 1.0;
         if self.forgetting {
-            let factor = forgetting_factor((pass - 1) * self.batches.len() + batch, self.settings.batch_size);
+            factor = forgetting_factor((pass - 1) * self.batches.len() + batch, self.settings.batch_size);
             let cases: usize = self.blocks[blocks.clone()].iter().map(|b| b.rows).sum();
             self.weighted_half = factor * self.weighted_half + self.batch_half[batch];
             self.weighted_cases = factor * self.weighted_cases + cases as f64;
@@ -251,9 +262,11 @@ impl DeviceFit {
         let first_case = self.blocks[blocks.start].first;
         let mut cases = Vec::new();
         let mut nonzero = 0u64;
+        let mut batch_l1 = 0.0f64;
         for (block, records) in blocks.clone().zip(&outcome.cases) {
             let first = self.blocks[block].first;
             for (offset, record) in records.iter().enumerate() {
+                batch_l1 += f64::from(record.l1);
                 self.case_l1[first + offset] = f64::from(record.l1);
                 self.case_nonzero[first + offset] = record.nonzero;
                 nonzero += u64::from(record.nonzero);
@@ -262,8 +275,14 @@ impl DeviceFit {
         }
         let l1_total: f64 = self.case_l1.iter().sum();
         let beta = self.settings.beta;
-        // As FitRun::step: with forgetting, the weighted error scaled to the set.
-        let to_set = if self.forgetting { self.rows as f64 / self.weighted_cases } else { 1.0 };
+        // As FitRun::step: while forgetting, the weighted objective scaled to the set.
+        let (to_set, l1_term) = if self.forgetting {
+            self.weighted_l1 = factor * self.weighted_l1 + batch_l1;
+            let to_set = self.rows as f64 / self.weighted_cases;
+            (to_set, to_set * self.weighted_l1)
+        } else {
+            (1.0, l1_total)
+        };
         let record = BatchRecord {
             pass,
             batch,
@@ -271,8 +290,8 @@ impl DeviceFit {
             cases: cases.len(),
             codes: CodeStepReport::from_cases(&cases),
             nonzero_fraction: nonzero as f64 / (cases.len() * n) as f64,
-            objective_after_codes: to_set * outcome.before + beta * l1_total,
-            objective_after_basis: to_set * outcome.after + beta * l1_total,
+            objective_after_codes: to_set * outcome.before + beta * l1_term,
+            objective_after_basis: to_set * outcome.after + beta * l1_term,
             basis_iterations: outcome.iterations,
             seconds_codes: coded - started,
             seconds_basis: finished - coded,

@@ -9,7 +9,7 @@
 //! `patch` 12 (the side of square patches cut from the images; 0, or the images' own side,
 //! learns from whole cases), `cases` 5000 (patches, or the first whole cases), `bases` 100,
 //! `sparsity` 0.05 (β is chosen so this fraction of the codes is non-zero at the initial basis)
-//! or `beta` (given directly, instead), `solver` "cd" | "raina", `batch_size` 500, `passes` 10, `statistics` "forgetting" | "whole_set",
+//! or `beta` (given directly, instead), `solver` "cd" | "raina", `batch_size` 500, `passes` 10, `statistics` "forgetting_first_pass" | "forgetting" | "whole_set",
 //! `seed` 1 (the patches and the initial basis), `backend` "auto" | "cpu" | "gpu", and
 //! `adapter_name` (the browser's name of its adapter, which `auto` needs to skip a software one).
 //! A setting out of range, of the wrong type or unknown is an error naming it.
@@ -81,7 +81,7 @@ impl Default for TrainerConfig {
             solver: SolverName::Cd,
             batch_size: 500,
             passes: 10,
-            statistics: StatisticsRule::Forgetting,
+            statistics: StatisticsRule::ForgettingFirstPass,
             seed: 1,
             backend: EngineChoice::Auto,
             adapter_name: None,
@@ -128,7 +128,8 @@ fn read_config(config: &JsValue) -> Result<TrainerConfig, String> {
                 c.statistics = match field.text()?.as_str() {
                     "forgetting" => StatisticsRule::Forgetting,
                     "whole_set" => StatisticsRule::WholeSet,
-                    other => return Err(format!("statistics: expected \"forgetting\" or \"whole_set\", got {other:?}")),
+                    "forgetting_first_pass" => StatisticsRule::ForgettingFirstPass,
+                    other => return Err(format!("statistics: expected \"forgetting_first_pass\", \"forgetting\" or \"whole_set\", got {other:?}")),
                 }
             }
             "seed" => c.seed = field.whole(0, u32::MAX as usize)? as u64,

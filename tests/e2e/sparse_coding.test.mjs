@@ -13,7 +13,7 @@ import { builds, closeAll, openPage, waitReady, waitFinished, canvasStats, scree
 after(closeAll);
 
 // 1,000 patches of 10 × 10, 36 bases, 10% non-zero codes, 3 passes of 4 mini-batches.
-const SMALL_SC = 'family=sparse_coding&sc_patch=10&sc_cases=1000&sc_bases=36&sc_sparsity=0.1&sc_batch_size=250&sc_passes=3&seed=3';
+const SMALL_SC = 'family=sparse_coding&sc_patch=10&sc_cases=1000&sc_bases=36&sc_sparsity=0.1&sc_batch_size=250&sc_passes=3&sc_statistics=whole_set&seed=3';
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const step = (page) => page.evaluate(() => Number(document.getElementById('chart-sc-objective').dataset.step ?? -1));
 const shown = (page, selector) => page.evaluate((sel) => {
@@ -139,7 +139,7 @@ for (const build of builds) {
     });
 
     test('Pause stops the mini-batches, Step adds one, Cancel keeps the basis, Reset forgets it', async () => {
-      const { page, problems } = await openPage(build, 'family=sparse_coding&sc_patch=10&sc_cases=1000&sc_bases=36&sc_batch_size=100&sc_passes=200&sc_backend=cpu');
+      const { page, problems } = await openPage(build, 'family=sparse_coding&sc_patch=10&sc_cases=1000&sc_bases=36&sc_batch_size=100&sc_passes=200&sc_statistics=whole_set&sc_backend=cpu');
       try {
         await waitReady(page);
         await page.click('#train-start');
@@ -267,7 +267,7 @@ test('the family and its settings live in the hash and survive a reload; the emb
       ['0', '49', '0.08', '2', '300', 'raina', 'cpu', '500']);
     await page.waitForFunction(() => document.querySelector('#network-drawing svg')?.dataset.layers === '784,49');
     assert.deepEqual(await page.evaluate(() => window.app.settings()), {
-      family: 'sparse_coding', sparse_coding: { seed: 1, patch: 0, cases: 300, bases: 49, sparsity: 0.08, solver: 'raina', batch_size: 500, passes: 2, backend: 'cpu' },
+      family: 'sparse_coding', sparse_coding: { seed: 1, patch: 0, cases: 300, bases: 49, sparsity: 0.08, solver: 'raina', batch_size: 500, passes: 2, statistics: 'forgetting_first_pass', backend: 'cpu' },
     });
     // Whole digits with Raina's solver train too, and the codes are drawn per digit.
     await page.click('#train-start');

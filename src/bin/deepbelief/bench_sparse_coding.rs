@@ -48,9 +48,9 @@ pub struct SparseCodingBenchArgs {
     /// raina on a GPU, where cd runs on the CPU).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub solvers: Option<Vec<BenchSolver>>,
-    /// --sparse-coding: what each basis step minimises (forgetting: scikit-learn's statistics;
-    /// whole-set: every case's latest codes).
-    #[arg(long, value_enum, default_value_t = crate::sparse_coding::StatisticsChoice::Forgetting)]
+    /// --sparse-coding: what each basis step minimises (as `sparse-coding --statistics`; one
+    /// pass: forgetting-first-pass is forgetting, scikit-learn's statistics).
+    #[arg(long, value_enum, default_value_t = crate::sparse_coding::StatisticsChoice::ForgettingFirstPass)]
     pub coding_statistics: crate::sparse_coding::StatisticsChoice,
 }
 

@@ -76,9 +76,10 @@ pub struct SparseCodingArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub passes: usize,
     /// What each basis step minimises: forgetting (online dictionary learning's statistics,
-    /// as scikit-learn: older batches count less) or whole-set (every case's latest codes
-    /// alike: each step lowers the whole set's objective).
-    #[arg(long, value_enum, default_value_t = StatisticsChoice::Forgetting)]
+    /// as scikit-learn: older batches count less), whole-set (every case's latest codes alike:
+    /// each step lowers the whole set's objective), or forgetting-first-pass (forgetting in the
+    /// first pass, the whole set after: the lowest objective after one pass and after many).
+    #[arg(long, value_enum, default_value_t = StatisticsChoice::ForgettingFirstPass)]
     pub statistics: StatisticsChoice,
     /// The code step's solver (default: cd on the CPU, raina on a GPU).
     #[arg(long, value_enum)]
@@ -103,6 +104,7 @@ pub struct SparseCodingArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatisticsChoice {
+    ForgettingFirstPass,
     Forgetting,
     WholeSet,
 }
@@ -112,6 +114,7 @@ impl StatisticsChoice {
         match self {
             StatisticsChoice::Forgetting => StatisticsRule::Forgetting,
             StatisticsChoice::WholeSet => StatisticsRule::WholeSet,
+            StatisticsChoice::ForgettingFirstPass => StatisticsRule::ForgettingFirstPass,
         }
     }
 }

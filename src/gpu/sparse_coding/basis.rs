@@ -139,6 +139,17 @@ impl BasisBuffers {
         ctx.queue.submit([encoder.finish()]);
     }
 
+    /// The statistics cleared (every block's part to be added again) for the whole set's
+    /// objective, whose `½‖X‖²` is `half_data`.
+    pub(super) fn restart_statistics(&mut self, ctx: &GpuContext, half_data: f64) {
+        self.params_value.forget = 1.0;
+        self.params_value.half_data = half_data as f32;
+        ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&self.params_value));
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("sparse_coding_restart") });
+        encoder.clear_buffer(&self.statistics, 0, None);
+        ctx.queue.submit([encoder.finish()]);
+    }
+
     fn kernel(&self, pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, groups: usize) {
         let (x, y, z) = grid(groups as u32);
         pass.set_pipeline(pipeline);
