@@ -191,7 +191,9 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
             checkpoint_error.get_or_insert(e);
         }
     };
+    let training_started = std::time::Instant::now();
     let run = pollster::block_on(engine.train_local_stack(&plan, &settings, &cases, on_epoch))?;
+    let training_seconds = training_started.elapsed().as_secs_f64();
     if let Some(e) = checkpoint_error {
         return Err(e);
     }
@@ -213,7 +215,14 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     model_file.commit()?;
     png_file.commit()?;
     output.text(&format!("wrote {} and {}", model_path.display(), png_path.display()));
-    output.finish(&json!({ "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs, "backends": run.backends, "fell_back": run.fell_back }));
+    let epoch_seconds: Vec<Vec<f64>> = saved.history.iter().map(|h| h.iter().map(|r| r.seconds).collect()).collect();
+    output.finish(&json!({
+        "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs, "cases": args.cases,
+        "backends": run.backends, "fell_back": run.fell_back,
+        // Wall time of the whole stack's training (propagation, downloads and scoring included),
+        // and each layer's epochs (on the device: the batches' submissions until idle).
+        "training_seconds": training_seconds, "epoch_seconds": epoch_seconds,
+    }));
     Ok(())
 }
 
