@@ -12,6 +12,17 @@
 //                  sqrt(Σ d² / (N·K)) / 2 and takes robust training's decision (below)
 //   measure        the same fold, writing only the measured error (the end-of-run check)
 //   step           per weight, what the decision says
+//   narrow         the layers after the first when every one is at most NARROW units wide
+//                  (Toman's 25→15→10): one invocation per case runs their forward from the
+//                  first layer's activations, the output delta and error partials, and the
+//                  backward deltas down to the first layer's, in private arrays (the weights
+//                  are read from the weights vector, the same address across a workgroup).
+//                  It stands for the narrow layers' forward products, output_delta, and the
+//                  backward products with hidden_delta (7 dispatches of Toman's net).
+//
+// decide also appends the epoch's scalars to `history` (row scalars[COUNTER], which the host
+// zeroes before each submission), so the epochs of a submission run in one compute pass with
+// one copy at its end.
 //
 // Decision (scalars[DECISION]), in the CPU reference's order: E ≤ target (> 0), or a non-finite
 // error without robust training → HOLD (no change; the host stops); robust training: E < best
@@ -29,7 +40,11 @@
 // (outputs or the layer's activations, read), 2 targets (read), 3 delta (rw), 4 partials (vec2
 // per workgroup, rw). Rule kernels: 5 RuleParams, 6 partials (read), 7 scalars (rw, the slots
 // below), 8 weights, 9 best weights, 10 memory (rw, vec4 per weight: rate, last δ, last δ_m,
-// unused), 11 gradient (read). The
+// unused), 11 gradient (read), 12 history (rw, 8 scalars per epoch of a submission). Narrow:
+// 13 NarrowParams, 14 the layers' shapes (NarrowLayer each, read), 15 weights (read), 16
+// targets (read), 17 activations (rw; every layer's rows × act_ld block, the first layer's
+// written by its GEMM), 18 deltas (rw; rows × delta_ld per layer), 19 partials (vec2 per
+// workgroup). The
 // weights are the layers' blocks, each padded to 64 values (zero gradient there, so padding
 // stays zero).
 //
@@ -62,7 +77,30 @@ struct RuleParams {
     robust_factor: f32,
 }
 
+struct NarrowParams {
+    rows: u32,
+    layers: u32,
+    clip: u32,
+    // Cases one sweep of the grid covers: workgroups × NARROW_WG.
+    stride: u32,
+}
+
+// Offsets in elements; act_ld and delta_ld are row strides.
+struct NarrowLayer {
+    n_in: u32,
+    n_out: u32,
+    w: u32,
+    b: u32,
+    act: u32,
+    act_ld: u32,
+    delta: u32,
+    delta_ld: u32,
+}
+
 const WG: u32 = 256u;
+// The widest layer `narrow` takes (src/gpu/mlp: NARROW), and its workgroup size.
+const NARROW: u32 = 64u;
+const NARROW_WG: u32 = 64u;
 
 // Slots of `scalars`.
 const ERROR: u32 = 0u;
@@ -72,6 +110,8 @@ const DECISION: u32 = 3u;
 const BEST: u32 = 4u;
 const ROLLBACKS: u32 = 5u;
 const MEASURED: u32 = 6u;
+const COUNTER: u32 = 7u;
+const SCALARS: u32 = 8u;
 
 // Decisions, as f32 in scalars[DECISION].
 const HOLD: f32 = 0.0f;
@@ -92,6 +132,15 @@ const ROLLBACK: f32 = 3.0f;
 @group(0) @binding(9) var<storage, read_write> best: array<f32>;
 @group(0) @binding(10) var<storage, read_write> memory: array<vec4<f32>>;
 @group(0) @binding(11) var<storage, read> gradient: array<f32>;
+@group(0) @binding(12) var<storage, read_write> history: array<f32>;
+
+@group(0) @binding(13) var<uniform> np: NarrowParams;
+@group(0) @binding(14) var<storage, read> shape: array<NarrowLayer>;
+@group(0) @binding(15) var<storage, read> net_weights: array<f32>;
+@group(0) @binding(16) var<storage, read> net_targets: array<f32>;
+@group(0) @binding(17) var<storage, read_write> acts: array<f32>;
+@group(0) @binding(18) var<storage, read_write> deltas: array<f32>;
+@group(0) @binding(19) var<storage, read_write> narrow_partials: array<vec2<f32>>;
 
 // Exponent bits all ones: ±∞ or NaN (from the bits: a compiler may assume floats finite).
 fn non_finite(x: f32) -> bool {
@@ -105,12 +154,16 @@ fn nan() -> f32 {
 }
 
 // y(1 − y), y clipped to [0.01, 0.99] as FANN 2.2 takes it where asked.
-fn slope(y: f32) -> f32 {
+fn slope_of(y: f32, clip: bool) -> f32 {
     var a = y;
-    if (dp.clip != 0u) {
+    if (clip) {
         a = clamp(a, 0.01f, 0.99f);
     }
     return a * (1.0f - a);
+}
+
+fn slope(y: f32) -> f32 {
+    return slope_of(y, dp.clip != 0u);
 }
 
 @compute @workgroup_size(256)
@@ -196,6 +249,13 @@ fn decide(@builtin(local_invocation_index) t: u32) {
     scalars[SUM] = total.x;
     scalars[BAD] = total.y;
     scalars[DECISION] = decision;
+    let row = u32(scalars[COUNTER]);
+    if (row < arrayLength(&history) / SCALARS) {
+        for (var s = 0u; s < SCALARS; s = s + 1u) {
+            history[row * SCALARS + s] = scalars[s];
+        }
+    }
+    scalars[COUNTER] = f32(row + 1u);
 }
 
 @compute @workgroup_size(256)
@@ -249,5 +309,71 @@ fn step(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
                 memory[i] = vec4<f32>(rate, d, dm, 0.0f);
             }
         }
+    }
+}
+
+// The same logistic as the GEMM's epilogue (sigmoid_clamped).
+fn logistic(x: f32) -> f32 {
+    return 1.0f / (1.0f + exp(clamp(-x, -87.0f, 88.0f)));
+}
+
+@compute @workgroup_size(64)
+fn narrow(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+    let clip = np.clip != 0u;
+    let last = np.layers - 1u;
+    var acc = vec2<f32>(0.0f, 0.0f);
+    var cur: array<f32, NARROW>;
+    var next: array<f32, NARROW>;
+    for (var r = wid.x * NARROW_WG + t; r < np.rows; r = r + np.stride) {
+        let first = shape[0];
+        for (var i = 0u; i < first.n_out; i = i + 1u) {
+            cur[i] = acts[first.act + r * first.act_ld + i];
+        }
+        for (var k = 1u; k < np.layers; k = k + 1u) {
+            let l = shape[k];
+            for (var j = 0u; j < l.n_out; j = j + 1u) {
+                var s = net_weights[l.b + j];
+                for (var i = 0u; i < l.n_in; i = i + 1u) {
+                    s = s + cur[i] * net_weights[l.w + i * l.n_out + j];
+                }
+                next[j] = logistic(s);
+            }
+            for (var j = 0u; j < l.n_out; j = j + 1u) {
+                cur[j] = next[j];
+                acts[l.act + r * l.act_ld + j] = next[j];
+            }
+        }
+        let out = shape[last];
+        for (var j = 0u; j < out.n_out; j = j + 1u) {
+            let o = cur[j];
+            let d = o - net_targets[r * out.n_out + j];
+            if (non_finite(d)) {
+                acc.y = acc.y + 1.0f;
+            } else {
+                acc.x = acc.x + d * d;
+            }
+            cur[j] = d * slope_of(o, clip);
+            deltas[out.delta + r * out.delta_ld + j] = cur[j];
+        }
+        // δ_{k−1} = (δ_k · W_kᵀ) ⊙ a_{k−1}(1 − a_{k−1}), down to the first layer's.
+        for (var k = last; k > 0u; k = k - 1u) {
+            let l = shape[k];
+            let below = shape[k - 1u];
+            for (var i = 0u; i < l.n_in; i = i + 1u) {
+                var s = 0.0f;
+                for (var j = 0u; j < l.n_out; j = j + 1u) {
+                    s = s + cur[j] * net_weights[l.w + i * l.n_out + j];
+                }
+                next[i] = s * slope_of(acts[below.act + r * below.act_ld + i], clip);
+            }
+            for (var i = 0u; i < l.n_in; i = i + 1u) {
+                cur[i] = next[i];
+                deltas[below.delta + r * below.delta_ld + i] = next[i];
+            }
+        }
+    }
+    let total = workgroup_sum2(t, NARROW_WG, 1u, acc);
+    if (t == 0u) {
+        narrow_partials[wid.x] = total;
     }
 }

@@ -9,7 +9,9 @@
 //!   both, and the weights after it the best weights;
 //! - the target error stopping at the same epoch, and the end-of-run choice of the best
 //!   weights;
-//! - FANN's derivative clip the same on both.
+//! - FANN's derivative clip the same on both;
+//! - a net with a hidden layer wider than the narrow kernel takes (the general path) too;
+//! - Toman's shape records 10 dispatches an epoch.
 //!
 //! The tolerances: the device sums the error in f32 (the CPU in f64: ~1e-6 relative over a few
 //! hundred terms) and keeps its rates and memories in f32 (the CPU in f64), so the weights part
@@ -108,7 +110,7 @@ fn max_weight_difference(runs: &Runs) -> f32 {
 fn device_matches_cpu_epoch_by_epoch() {
     let Some(ctx) = context() else { return };
     let rules = StepRuleSettings { up: 1.3, down: 0.7, ..StepRuleSettings::default() };
-    let runs = both(&ctx, &[12, 7, 5, 3], 200, rules, 60, 16);
+    let runs = both(&ctx, &[12, 7, 5, 3], 400, rules, 60, 16);
     assert_epochs_match(&runs, 2e-5);
     let diff = max_weight_difference(&runs);
     assert!(diff <= 1e-4, "final weights differ by {diff}");
@@ -160,6 +162,33 @@ fn clip_and_no_robust_match() {
     let runs = both(&ctx, &[10, 4, 4], 64, rules, 30, 64);
     assert_epochs_match(&runs, 2e-5);
     assert!(max_weight_difference(&runs) <= 1e-4);
+}
+
+/// A hidden layer wider than the narrow kernel's 64 units after the first layer: the general
+/// path (a GEMM per product, the elementwise delta kernels) matches the CPU too.
+#[test]
+fn wide_net_takes_the_general_path_and_matches() {
+    let Some(ctx) = context() else { return };
+    let rules = StepRuleSettings { up: 1.3, down: 0.7, ..StepRuleSettings::default() };
+    let runs = both(&ctx, &[10, 70, 3], 120, rules, 30, 16);
+    assert_epochs_match(&runs, 2e-5);
+    assert!(max_weight_difference(&runs) <= 1e-4);
+}
+
+/// Toman's shape on 10,000 cases records 10 dispatches an epoch (the first layer's GEMM, the
+/// narrow kernel, three split-k gradient products with their sums, decide, step; 22 before).
+#[test]
+fn toman_shape_records_ten_dispatches_an_epoch() {
+    let Some(ctx) = context() else { return };
+    let sizes = [784, 25, 15, 10];
+    let net = Network::zeros(&sizes, OutputKind::Logistic);
+    let (inputs, targets) = (vec![0.5f32; 10_000 * 784], vec![0.0f32; 10_000 * 10]);
+    let kernels = MlpKernels::new(&ctx);
+    let device = DeviceMlp::new(&ctx, &kernels, &net, &inputs, &targets, &StepRuleSettings::default()).expect("the device net");
+    assert_eq!(device.dispatches_per_epoch(), 10);
+    let wide = Network::zeros(&[784, 70, 10], OutputKind::Logistic);
+    let device = DeviceMlp::new(&ctx, &kernels, &wide, &inputs, &targets, &StepRuleSettings::default()).expect("the wide net");
+    assert!(device.dispatches_per_epoch() > 10, "the general path: {}", device.dispatches_per_epoch());
 }
 
 /// `Engine::train_mlp` on the device: checkpoints see the weights after their epoch; a device

@@ -5,37 +5,49 @@
 //! `shaders/mlp_adaptive.wgsl` (its header has the decision and the step).
 //!
 //! The cases, the weights, the best weights, every rate and delta memory, the activations and
-//! the gradient stay on the device. One epoch is one compute pass:
+//! the gradient stay on the device. Each layer's weights are followed by its biases, so
+//! `[W; b]` is one `(n_in + 1) × n_out` block and its gradient one product `[a 1]ᵀ·δ / N` of
+//! the layer's inputs with a ones column (stored beside them) and its deltas. An epoch, when
+//! every layer after the first is at most [`NARROW`] units wide (Toman's 784-25-15-10):
 //!
-//! | step | how |
-//! | --- | --- |
-//! | `a_k = σ(a_{k−1}·W_k + b_k)` per layer | GEMM, bias + sigmoid epilogue |
-//! | `δ_L = (o − t)·o(1 − o)`, partial Σ(o − t)² | `output_delta` |
-//! | `∇W_k = a_{k−1}ᵀ·δ_k / N`, `∇b_k = 1ᵀ·δ_k / N` | GEMM (the bias gradient as a product with a ones vector) |
-//! | `δ_{k−1} = (δ_k·W_kᵀ) ⊙ a(1 − a)` | GEMM, then `hidden_delta` |
-//! | error RMS/2 and robust training's decision | `decide` (one workgroup) |
-//! | the rule: rates, momentum, step, or the rollback | `step` |
+//! | step | how | dispatches |
+//! | --- | --- | --- |
+//! | `a_1 = σ(x·W_1 + b_1)` | GEMM, bias + sigmoid epilogue | 1 |
+//! | the narrow layers' forward, `δ_L = (o − t)·o(1 − o)`, partial Σ(o − t)², every `δ_k` | `narrow` | 1 |
+//! | `∇[W_k; b_k] = [a_{k−1} 1]ᵀ·δ_k / N` per layer | GEMM, split k (+ its sum) | 2 per layer |
+//! | error RMS/2, robust training's decision, the epoch's scalars appended to the history | `decide` | 1 |
+//! | the rule: rates, momentum, step, or the rollback | `step` | 1 |
 //!
-//! [`DeviceMlp::run_epochs`] records several epochs into one submission, copying each epoch's
-//! scalars (error, Σ(o − t)², decision: 32 bytes) into a read-back buffer between them; nothing
-//! of the weights' size moves. An epoch whose error reached the target (or, without robust
-//! training, is not finite) changes nothing, so the epochs recorded after it repeat it and the
-//! host drops them. Weights come back only when asked ([`DeviceMlp::weights`], checkpoints and
-//! the end).
+//! Toman's net: 10 dispatches an epoch (22 before the narrow kernel and the folded bias
+//! gradients). Wider nets take the general path: per layer a forward GEMM, `output_delta`,
+//! per layer the gradient product, the bias gradient (a product with a ones vector) and the
+//! backward product with `hidden_delta`.
+//!
+//! [`DeviceMlp::run_epochs`] records several epochs into one compute pass of one submission;
+//! `decide` writes each epoch's scalars (error, Σ(o − t)², decision: 32 bytes) into a history
+//! row, copied out once at the end; nothing of the weights' size moves. An epoch whose error
+//! reached the target (or, without robust training, is not finite) changes nothing, so the
+//! epochs recorded after it repeat it and the host drops them. Weights come back only when
+//! asked ([`DeviceMlp::weights`], checkpoints and the end). [`DeviceMlp::profile`] times each
+//! dispatch (`deepbelief mlp --backend gpu --profile`).
 
 use super::buffers::{self, read_back};
-use super::gemm::{GemmCall, GemmKernels, GemmOp, MatRef, VecRef};
+use super::gemm::{GemmCall, GemmKernels};
 use super::reduce::split;
 use super::shader::{self, buffer_entry};
 use super::{map_staging, GpuContext, GpuError};
-use crate::backend::Activation;
 use crate::supervised::full_batch::StepNote;
 use crate::supervised::{Network, OutputKind, StepRuleSettings};
 
-const SHADER: &str = include_str!("../../shaders/mlp_adaptive.wgsl");
+mod build;
+mod profile;
+use build::{NarrowBlocks, Shared};
+pub use profile::{MlpDispatchTime, MlpProfile};
 
-/// Every layer's weight and bias block starts on a multiple of this many f32 (256 bytes), so
-/// the GEMMs can read the blocks a vec4 at a time.
+const SHADER: &str = include_str!("../../../shaders/mlp_adaptive.wgsl");
+
+/// Every layer's block (its weights, then its biases) starts on a multiple of this many f32
+/// (256 bytes).
 const BLOCK_ALIGN: usize = 64;
 /// Elements per workgroup of the elementwise passes, while that makes at most 4096 groups.
 const SPAN: usize = 2048;
@@ -49,6 +61,11 @@ const SUM: usize = 1;
 const DECISION: usize = 3;
 const BEST: usize = 4;
 const MEASURED: usize = 6;
+const COUNTER: usize = 7;
+/// The widest layer (inputs or outputs) after the first that the `narrow` kernel takes
+/// (mlp_adaptive.wgsl's NARROW: its private arrays).
+pub const NARROW: usize = 64;
+const NARROW_WG: usize = 64;
 const HOLD: f32 = 0.0;
 const ROLLBACK: f32 = 3.0;
 
@@ -82,6 +99,31 @@ pub struct RuleParams {
     pub robust_factor: f32,
 }
 
+/// `struct NarrowParams` of mlp_adaptive.wgsl.
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct NarrowParams {
+    pub rows: u32,
+    pub layers: u32,
+    pub clip: u32,
+    pub stride: u32,
+}
+
+/// `struct NarrowLayer` of mlp_adaptive.wgsl (a storage array of them): offsets in elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct NarrowLayer {
+    n_in: u32,
+    n_out: u32,
+    w: u32,
+    b: u32,
+    act: u32,
+    act_ld: u32,
+    delta: u32,
+    delta_ld: u32,
+}
+
 /// The kernel module as compiled.
 pub(crate) fn source() -> String {
     shader::assemble(SHADER, &[], false)
@@ -92,6 +134,8 @@ pub struct MlpKernels {
     gemm: GemmKernels,
     delta_layout: wgpu::BindGroupLayout,
     rule_layout: wgpu::BindGroupLayout,
+    narrow_layout: wgpu::BindGroupLayout,
+    narrow: wgpu::ComputePipeline,
     output_delta: wgpu::ComputePipeline,
     hidden_delta: wgpu::ComputePipeline,
     decide: wgpu::ComputePipeline,
@@ -105,9 +149,11 @@ impl MlpKernels {
         let device = &ctx.device;
         let (read, write) = (Storage { read_only: true }, Storage { read_only: false });
         let delta_entries = [buffer_entry(0, Uniform, false), buffer_entry(1, read, false), buffer_entry(2, read, false), buffer_entry(3, write, false), buffer_entry(4, write, false)];
-        let rule_entries = [buffer_entry(5, Uniform, false), buffer_entry(6, read, false), buffer_entry(7, write, false), buffer_entry(8, write, false), buffer_entry(9, write, false), buffer_entry(10, write, false), buffer_entry(11, read, false)];
+        let rule_entries = [buffer_entry(5, Uniform, false), buffer_entry(6, read, false), buffer_entry(7, write, false), buffer_entry(8, write, false), buffer_entry(9, write, false), buffer_entry(10, write, false), buffer_entry(11, read, false), buffer_entry(12, write, false)];
+        let narrow_entries = [buffer_entry(13, Uniform, false), buffer_entry(14, read, false), buffer_entry(15, read, false), buffer_entry(16, read, false), buffer_entry(17, write, false), buffer_entry(18, write, false), buffer_entry(19, write, false)];
         let delta_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("mlp_delta"), entries: &delta_entries });
         let rule_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("mlp_rule"), entries: &rule_entries });
+        let narrow_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("mlp_narrow"), entries: &narrow_entries });
         let module = shader::module(device, "mlp_adaptive", source(), shader::Checks::Bounded);
         let pipeline = |layout: &wgpu::BindGroupLayout, entry_point: &str| {
             let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some(entry_point), bind_group_layouts: &[Some(layout)], immediate_size: 0 });
@@ -126,6 +172,8 @@ impl MlpKernels {
             decide: pipeline(&rule_layout, "decide"),
             measure: pipeline(&rule_layout, "measure"),
             step: pipeline(&rule_layout, "step"),
+            narrow: pipeline(&narrow_layout, "narrow"),
+            narrow_layout,
             gemm: GemmKernels::new(ctx),
             delta_layout,
             rule_layout,
@@ -137,7 +185,8 @@ impl MlpKernels {
 /// the best weights, the memories).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MlpLayout {
-    /// `(n_in, n_out, weights offset, bias offset)` per layer.
+    /// `(n_in, n_out, weights offset, bias offset)` per layer; the biases follow the weights
+    /// (bias offset = weights offset + n_in · n_out).
     pub layers: Vec<(usize, usize, usize, usize)>,
     /// Elements of the padded vector.
     pub len: usize,
@@ -151,8 +200,8 @@ impl MlpLayout {
             .iter()
             .map(|l| {
                 let w = at;
-                let b = w + (l.n_in * l.n_out).next_multiple_of(BLOCK_ALIGN);
-                at = b + l.n_out.next_multiple_of(BLOCK_ALIGN);
+                let b = w + l.n_in * l.n_out;
+                at = (b + l.n_out).next_multiple_of(BLOCK_ALIGN);
                 (l.n_in, l.n_out, w, b)
             })
             .collect();
@@ -201,6 +250,35 @@ enum Dispatch {
     Product(GemmCall),
 }
 
+impl Dispatch {
+    /// Dispatches it records: a split-k product also records its summing pass.
+    fn count(&self) -> usize {
+        match self {
+            Dispatch::Kernel { .. } => 1,
+            Dispatch::Product(call) => 1 + usize::from(call.splits > 1),
+        }
+    }
+}
+
+/// A step of an epoch and what the profile calls it.
+struct Step {
+    label: String,
+    dispatch: Dispatch,
+}
+
+/// Split k for a gradient product `m × n` with k = `rows`: enough splits for a wave of
+/// workgroups ([`gemm::WAVE`](super::gemm::WAVE)), each at least 128 deep, their partial sums
+/// within a storage binding.
+fn gradient_splits(ctx: &GpuContext, m: usize, n: usize, rows: usize) -> u32 {
+    let tiles = super::gemm::Tiling::auto(m as u32, n as u32).tiles(m as u32, n as u32).max(1);
+    let mut splits = super::gemm::WAVE.div_ceil(tiles).min((rows / 128) as u32).max(1);
+    let binding = u64::from(ctx.device.limits().max_storage_buffer_binding_size);
+    while splits > 1 && u64::from(splits) * (m * n * 4) as u64 > binding {
+        splits -= 1;
+    }
+    splits
+}
+
 /// An all-sigmoid MLP, its cases and Toman's rule, resident on one device.
 pub struct DeviceMlp {
     ctx: GpuContext,
@@ -211,8 +289,10 @@ pub struct DeviceMlp {
     best: wgpu::Buffer,
     scalars: wgpu::Buffer,
     staging: wgpu::Buffer,
-    epoch: Vec<Dispatch>,
-    measure: Vec<Dispatch>,
+    /// Each epoch's scalars, appended by `decide`.
+    history: wgpu::Buffer,
+    epoch: Vec<Step>,
+    measure: Vec<Step>,
     /// Buffers the dispatches bind: kept alive with them.
     _kept: Vec<wgpu::Buffer>,
     robust: bool,
@@ -238,17 +318,17 @@ impl DeviceMlp {
         let layout = MlpLayout::new(net);
         let limits = ctx.device.limits();
         let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+        let narrow = net.layers.iter().skip(1).all(|l| l.n_in <= NARROW && l.n_out <= NARROW);
         let widest = net.layers.iter().map(|l| l.n_out).max().unwrap_or(1);
-        for (what, len) in [("the inputs (cases × inputs)", rows * n_in), ("an activation matrix (cases × units)", rows * widest), ("the rule's memories", 4 * layout.len)] {
+        let blocks = if narrow { NarrowBlocks::new(net, rows) } else { NarrowBlocks::default() };
+        for (what, len) in [("the inputs (cases × inputs)", rows * (n_in + 4)), ("an activation matrix (cases × units)", rows * widest), ("the activations", blocks.acts), ("the rule's memories", 4 * layout.len)] {
             let bytes = 4 * len as u64;
             if len >= u32::MAX as usize / 4 || bytes > binding {
                 return Err(GpuError(format!("MLP on the device: {what} take {bytes} bytes, over this device's storage binding limit of {binding} bytes")));
             }
         }
         let device = &ctx.device;
-        let data = buffers::upload(ctx, "mlp_inputs", inputs);
         let target_buffer = buffers::upload(ctx, "mlp_targets", targets);
-        let ones = buffers::upload(ctx, "mlp_ones", &vec![1.0f32; rows]);
         let weights = buffers::upload(ctx, "mlp_weights", &layout.pad(&net.to_params()));
         let best = buffers::zeros_f32(ctx, "mlp_best", layout.len);
         let memory: Vec<[f32; 4]> = vec![[rules.initial_rate as f32, 0.0, 0.0, 0.0]; layout.len];
@@ -257,34 +337,17 @@ impl DeviceMlp {
         let mut initial = [0.0f32; SCALARS];
         initial[BEST] = f32::MAX;
         let scalars = buffers::upload(ctx, "mlp_scalars", &initial);
+        let history = buffers::zeros_f32(ctx, "mlp_history", SCALARS * MAX_EPOCHS_PER_SUBMISSION);
         let staging = device.create_buffer(&wgpu::BufferDescriptor { label: Some("mlp_read"), size: (4 * SCALARS * MAX_EPOCHS_PER_SUBMISSION) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let activations: Vec<wgpu::Buffer> = net.layers.iter().map(|l| buffers::zeros_f32(ctx, "mlp_activations", rows * l.n_out)).collect();
-        let deltas: Vec<wgpu::Buffer> = net.layers.iter().map(|l| buffers::zeros_f32(ctx, "mlp_deltas", rows * l.n_out)).collect();
-        let (output_groups, output_span) = split(rows * n_out, SPAN);
-        let partials = buffers::zeros_f32(ctx, "mlp_partials", 2 * output_groups as usize);
-        let clip = u32::from(rules.fann_derivative_clip);
+        let shared = Shared { ctx, kernels, layout: &layout, rows, clip: u32::from(rules.fann_derivative_clip), targets: &target_buffer, weights: &weights, gradient: &gradient };
+        let mut kept = vec![target_buffer.clone(), memory.clone(), gradient.clone()];
+        let parts = if narrow { shared.narrow(net, inputs, &blocks, &mut kept)? } else { shared.general(net, inputs, &mut kept)? };
 
-        let delta_kernel = |pipeline: &wgpu::ComputePipeline, values: &wgpu::Buffer, delta: &wgpu::Buffer, n: usize| {
-            let (groups, span) = split(n, SPAN);
-            let params = buffers::uniform_bytes(ctx, "mlp_delta_params", bytemuck::bytes_of(&DeltaParams { n: n as u32, span, clip, _pad: 0 }));
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("mlp_delta"),
-                layout: &kernels.delta_layout,
-                entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: values.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: target_buffer.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 3, resource: delta.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 4, resource: partials.as_entire_binding() },
-                ],
-            });
-            (Dispatch::Kernel { pipeline: pipeline.clone(), bind_group, groups }, params)
-        };
         let (rule_groups, rule_span) = split(layout.len, SPAN);
         let rule_params = RuleParams {
             n: layout.len as u32,
             span: rule_span,
-            groups: output_groups,
+            groups: parts.groups,
             robust: u32::from(rules.robust),
             count: (rows * n_out) as f32,
             target_error: rules.target_error as f32,
@@ -301,99 +364,74 @@ impl DeviceMlp {
             layout: &kernels.rule_layout,
             entries: &[
                 wgpu::BindGroupEntry { binding: 5, resource: rule_uniform.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 6, resource: partials.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 6, resource: parts.partials.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 7, resource: scalars.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 8, resource: weights.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 9, resource: best.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 10, resource: memory.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 11, resource: gradient.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 12, resource: history.as_entire_binding() },
             ],
         });
-        let rule_kernel = |pipeline: &wgpu::ComputePipeline, groups: u32| Dispatch::Kernel { pipeline: pipeline.clone(), bind_group: rule_group.clone(), groups };
-
-        let m = rows as u32;
-        let inv_rows = 1.0 / rows as f32;
-        let prepare = |op: GemmOp| kernels.gemm.prepare(ctx, &op).map(Dispatch::Product);
-        let mut forward = Vec::new();
-        for (k, &(ni, no, w, b)) in layout.layers.iter().enumerate() {
-            let input = if k == 0 { &data } else { &activations[k - 1] };
-            let mut op = GemmOp::new(m, ni as u32, no as u32, input, &weights, &activations[k]).with_b(MatRef::at(&weights, w as u64, no as u32)).activation(Activation::Sigmoid);
-            op.bias = Some(VecRef { buffer: &weights, offset: b as u64 });
-            forward.push(prepare(op)?);
-        }
-        let last = layout.layers.len() - 1;
-        let mut kept = vec![data.clone(), target_buffer.clone(), ones.clone(), memory.clone(), gradient.clone(), partials.clone(), rule_uniform];
-        let (output_delta, params) = delta_kernel(&kernels.output_delta, &activations[last], &deltas[last], rows * n_out);
-        kept.push(params);
-        debug_assert_eq!(split(rows * n_out, SPAN), (output_groups, output_span));
-        let mut epoch = forward;
-        epoch.push(output_delta);
-        let mut measure: Vec<Dispatch> = Vec::new();
-        for k in (0..layout.layers.len()).rev() {
-            let (ni, no, w, b) = layout.layers[k];
-            let input = if k == 0 { &data } else { &activations[k - 1] };
-            let weight_gradient = GemmOp::new(ni as u32, m, no as u32, input, &deltas[k], &gradient).transpose_a().with_c(MatRef::at(&gradient, w as u64, no as u32)).alpha(inv_rows);
-            epoch.push(prepare(weight_gradient)?);
-            let bias_gradient = GemmOp::new(1, m, no as u32, &ones, &deltas[k], &gradient).transpose_a().with_c(MatRef::at(&gradient, b as u64, no as u32)).alpha(inv_rows);
-            epoch.push(prepare(bias_gradient)?);
-            if k > 0 {
-                let back = GemmOp::new(m, no as u32, ni as u32, &deltas[k], &weights, &deltas[k - 1]).transpose_b().with_b(MatRef::at(&weights, w as u64, no as u32));
-                epoch.push(prepare(back)?);
-                let (dispatch, params) = delta_kernel(&kernels.hidden_delta, &activations[k - 1], &deltas[k - 1], rows * ni);
-                epoch.push(dispatch);
-                kept.push(params);
-            }
-        }
-        epoch.push(rule_kernel(&kernels.decide, 1));
-        epoch.push(rule_kernel(&kernels.step, rule_groups));
-        // The end-of-run check: the forward products, the output error, the fold.
-        for (k, &(ni, no, w, b)) in layout.layers.iter().enumerate() {
-            let input = if k == 0 { &data } else { &activations[k - 1] };
-            let mut op = GemmOp::new(m, ni as u32, no as u32, input, &weights, &activations[k]).with_b(MatRef::at(&weights, w as u64, no as u32)).activation(Activation::Sigmoid);
-            op.bias = Some(VecRef { buffer: &weights, offset: b as u64 });
-            measure.push(prepare(op)?);
-        }
-        let (output_delta, params) = delta_kernel(&kernels.output_delta, &activations[last], &deltas[last], rows * n_out);
-        measure.push(output_delta);
-        kept.push(params);
-        measure.push(rule_kernel(&kernels.measure, 1));
-        kept.extend(activations);
-        kept.extend(deltas);
-        Ok(DeviceMlp { ctx: ctx.clone(), layout, rows, n_outputs: n_out, weights, best, scalars, staging, epoch, measure, _kept: kept, robust: rules.robust })
+        let rule_kernel = |label: &str, pipeline: &wgpu::ComputePipeline, groups: u32| Step { label: label.into(), dispatch: Dispatch::Kernel { pipeline: pipeline.clone(), bind_group: rule_group.clone(), groups } };
+        let mut epoch = parts.epoch;
+        epoch.push(rule_kernel("decide", &kernels.decide, 1));
+        epoch.push(rule_kernel("step", &kernels.step, rule_groups));
+        let mut measure = parts.measure;
+        measure.push(rule_kernel("measure", &kernels.measure, 1));
+        kept.push(rule_uniform);
+        kept.push(parts.partials);
+        Ok(DeviceMlp { ctx: ctx.clone(), layout, rows, n_outputs: n_out, weights, best, scalars, staging, history, epoch, measure, _kept: kept, robust: rules.robust })
     }
 
     pub fn layout(&self) -> &MlpLayout {
         &self.layout
     }
 
-    fn record(pass: &mut wgpu::ComputePass<'_>, steps: &[Dispatch]) {
+    /// Dispatches one epoch records (a split-k product counts its summing pass).
+    pub fn dispatches_per_epoch(&self) -> usize {
+        self.epoch.iter().map(|s| s.dispatch.count()).sum()
+    }
+
+    fn record(pass: &mut wgpu::ComputePass<'_>, steps: &[Step]) {
         for step in steps {
-            match step {
-                Dispatch::Kernel { pipeline, bind_group, groups } => {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, bind_group, &[]);
-                    pass.dispatch_workgroups(*groups, 1, 1);
-                }
-                Dispatch::Product(call) => call.dispatch(pass, 0),
-            }
+            Self::record_one(pass, &step.dispatch);
         }
     }
 
-    /// Submits `steps` `count` times, copying the scalars after each into the read-back buffer,
-    /// and reads them back: `count × 8` values.
-    async fn submit(&self, steps: &[Dispatch], count: usize) -> Result<Vec<f32>, GpuError> {
+    fn record_one(pass: &mut wgpu::ComputePass<'_>, dispatch: &Dispatch) {
+        match dispatch {
+            Dispatch::Kernel { pipeline, bind_group, groups } => {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*groups, 1, 1);
+            }
+            Dispatch::Product(call) => call.dispatch(pass, 0),
+        }
+    }
+
+    /// Zeroes the history's row counter: the next `decide` writes row 0.
+    fn restart_history(&self) {
+        self.ctx.queue.write_buffer(&self.scalars, (4 * COUNTER) as u64, bytemuck::bytes_of(&0.0f32));
+    }
+
+    /// Records `steps` `count` times into one compute pass, then copies `count` rows of the
+    /// history (or, for `measure`, the scalars) into the read-back buffer and reads them:
+    /// `count × 8` values.
+    async fn submit(&self, steps: &[Step], count: usize, from_history: bool) -> Result<Vec<f32>, GpuError> {
         if let Some(failure) = self.ctx.failure() {
             return Err(GpuError(failure));
         }
+        self.restart_history();
         let mut encoder = self.ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("mlp_epochs") });
-        let bytes = (4 * SCALARS) as u64;
-        for e in 0..count {
-            {
-                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("mlp_epoch"), timestamp_writes: None });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("mlp_epochs"), timestamp_writes: None });
+            for _ in 0..count {
                 Self::record(&mut pass, steps);
             }
-            encoder.copy_buffer_to_buffer(&self.scalars, 0, &self.staging, e as u64 * bytes, bytes);
         }
+        let bytes = (4 * SCALARS * count) as u64;
+        encoder.copy_buffer_to_buffer(if from_history { &self.history } else { &self.scalars }, 0, &self.staging, 0, bytes);
         self.ctx.queue.submit([encoder.finish()]);
         let view = map_staging(&self.ctx, &self.staging).await?;
         let values: Vec<f32> = bytemuck::pod_collect_to_vec(&view[..count * SCALARS * 4]);
@@ -407,9 +445,14 @@ impl DeviceMlp {
     /// error without robust training).
     pub async fn run_epochs(&mut self, count: usize) -> Result<Vec<DeviceEpoch>, GpuError> {
         let count = count.clamp(1, MAX_EPOCHS_PER_SUBMISSION);
-        let values = self.submit(&self.epoch, count).await?;
+        let values = self.submit(&self.epoch, count, true).await?;
+        Ok(self.epochs_from(&values))
+    }
+
+    /// Epoch records from history rows, up to and including the first that held.
+    fn epochs_from(&self, values: &[f32]) -> Vec<DeviceEpoch> {
         let denominator = 2.0 * self.rows as f64;
-        let mut epochs = Vec::with_capacity(count);
+        let mut epochs = Vec::with_capacity(values.len() / SCALARS);
         for s in values.chunks_exact(SCALARS) {
             let held = s[DECISION] == HOLD;
             let note = if s[DECISION] == ROLLBACK { StepNote::RolledBack } else { StepNote::Stepped };
@@ -419,12 +462,12 @@ impl DeviceMlp {
                 break;
             }
         }
-        Ok(epochs)
+        epochs
     }
 
     /// RMS/2 of the current weights (one forward pass; reads 32 bytes).
     pub async fn measure(&mut self) -> Result<f64, GpuError> {
-        let values = self.submit(&self.measure, 1).await?;
+        let values = self.submit(&self.measure, 1, false).await?;
         Ok(f64::from(values[MEASURED]))
     }
 
