@@ -185,6 +185,7 @@ Promise.all([
   mountOptional('./views/network.js', 'mountNetwork', $('network-drawing')),
   mountOptional('./views/autoencoder.js', 'mountAutoencoderViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./views/sparse_coding.js', 'mountSparseCodingViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
+  mountOptional('./views/sequences.js', 'mountSequenceViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./share.js', 'mountShare', $('share')),
   mountOptional('./storage.js', 'mountStorage', $('storage')),
 ]).then(layout.update);

@@ -8,6 +8,7 @@
 import { createTrainingRun } from './worker/training.js';
 import { createAutoencoderRun } from './worker/autoencoder.js';
 import { createSparseCodingRun } from './worker/sparse_coding.js';
+import { createSequencesRun } from './worker/sequences.js';
 import { fetchBytes, MAX_FETCH_BYTES } from './worker/fetch.js';
 
 const isolated = self.crossOriginIsolated === true;
@@ -98,7 +99,15 @@ const sparseCoding = createSparseCodingRun({
   get runtime() { return runtime; },
   get webgpu() { return webgpu; },
 });
-const familyRuns = { autoencoder, sparse_coding: sparseCoding };
+// The Sequences mode's recurrent nets (issue 20), alike.
+const sequences = createSequencesRun({
+  get playground() { return playground; },
+  get wasm() { return wasm; },
+  post,
+  get runtime() { return runtime; },
+  get webgpu() { return webgpu; },
+});
+const familyRuns = { autoencoder, sparse_coding: sparseCoding, sequences };
 // The family run in progress, if any (else the DBN's commands apply).
 const activeFamily = () => Object.values(familyRuns).find((r) => r.active()) ?? null;
 const anyRun = () => training.active() || !!activeFamily();
@@ -161,6 +170,7 @@ const core = {
   async reset() {
     await autoencoder.reset();
     await sparseCoding.reset();
+    await sequences.reset();
     await training.cancel();
     await training.finishedPromise();
     // The chains and the dream belong to the model that goes.
@@ -204,7 +214,7 @@ const files = {
   },
 };
 
-let commands = { ...files, ...autoencoder.commands, ...sparseCoding.commands, ...core };
+let commands = { ...files, ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...core };
 
 const viewContext = {
   get playground() { return playground; },
@@ -226,7 +236,7 @@ const engineReady = (async () => {
   await loadEngine();
   try {
     const views = await import('./worker/views.js');
-    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...sparseCoding.commands, ...core };
+    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...core };
   } catch (error) {
     // Before the view handlers exist the page still trains; the views say they are missing.
     if (!/Failed to fetch|Cannot find module|error loading/i.test(message(error))) post('notice', { message: `view commands failed to load: ${message(error)}` });

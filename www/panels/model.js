@@ -5,6 +5,7 @@
 import { PARAMS, GROUPS, PRESETS, DEFAULT_PRESET, paramByKey, presetValues, parseValue, formatValue, checkValue, pageConfig, parameterCount, rbmLayers, parseSizes } from '../params.js';
 import { mountAutoencoderSettings } from './autoencoder.js';
 import { mountSparseCodingSettings } from './sparse_coding.js';
+import { mountSequenceSettings } from './sequences.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -158,12 +159,14 @@ export function mountModel(section, app) {
   // The model family up front; the autoencoder's settings replace the DBN's when chosen.
   const autoencoder = mountAutoencoderSettings(form, app, { onChange: () => refresh() });
   const sparseCoding = mountSparseCodingSettings(form, app, { onChange: () => refresh() });
+  const sequences = mountSequenceSettings(form, app, { onChange: () => refresh() });
   // The settings of the family shown when it is not the DBN.
-  const familyPanel = () => [autoencoder, sparseCoding].find((panel) => panel.active()) ?? null;
+  const familyPanel = () => [autoencoder, sparseCoding, sequences].find((panel) => panel.active()) ?? null;
 
   function refresh() {
     autoencoder.update();
     sparseCoding.update();
+    sequences.update();
     $('preset-tip').textContent = PRESETS[preset].tip;
     const interp = values.layer_mode === 'interp';
     controls.get('layers').label.hidden = interp;
@@ -233,7 +236,7 @@ export function mountModel(section, app) {
 
   // The network drawing's layer buttons: a layer opens the settings that shape it.
   app.on('open_layer', ({ kind, index }) => {
-    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind)) return;
+    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind) || sequences.openLayer(kind)) return;
     if (kind === 'inputs') {
       reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
       return;
@@ -301,6 +304,7 @@ export function mountModel(section, app) {
     clearErrors() {
       autoencoder.clearErrors();
       sparseCoding.clearErrors();
+      sequences.clearErrors();
       for (const key of controls.keys()) showError(key, '');
     },
     // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.
