@@ -208,7 +208,7 @@ fn supervised_layer_sizes_whose_product_wraps_are_refused() {
         "output": "soft_max", "layers": [value], "config": deepbelief::supervised::SupervisedConfig::default(),
         "fine_tuned": false, "target_source": "labels", "target_names": ["0", "1"], "train_criterion": 0.5, "train_error": null,
     });
-    let message = deepbelief::format::supervised::from_value(section, 3).unwrap_err();
+    let message = deepbelief::format::supervised::from_value(section, Some(3)).unwrap_err();
     assert!(message.contains("field `supervised.layers[0]` has 3 inputs and 6148914691236517206 outputs, too many to hold"), "{message}");
 }
 

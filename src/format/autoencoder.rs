@@ -520,7 +520,7 @@ fn version_2(top: &mut Fields) -> Result<SavedAutoencoder, String> {
     };
     let top_size = layers.last().ok_or("field `layers` is empty, expected at least one layer")?.autoencoder.n_hidden;
     let supervised_data = top.optional("supervised_data").map(|v| data_record(v, "supervised_data")).transpose()?;
-    let supervised = top.optional("supervised").map(|v| supervised_section::from_value(v, top_size)).transpose()?;
+    let supervised = top.optional("supervised").map(|v| supervised_section::from_value(v, Some(top_size))).transpose()?;
     Ok(SavedAutoencoder { preprocessing, pretraining_data, stack: AutoencoderStack { layers }, supervised_data, supervised })
 }
 

@@ -22,7 +22,8 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const RBM_FORMAT_NAME: &str = "deepbelief-rbm";
 pub const RBM_FORMAT_VERSION: u32 = 1;
 
-/// A trained DBN and everything needed to apply it to new data.
+/// A trained DBN and everything needed to apply it to new data. With zero RBM layers it is a
+/// plain MLP: only the supervised layers (`dbn.layers` and `training` empty).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedDbn {
     /// `(rows, cols)` when the visible layer is an image, so viewers can draw filters.
@@ -41,6 +42,28 @@ pub struct SavedDbn {
     /// Supervised layers on top of the DBN (absent in purely unsupervised models and in
     /// files written before they existed).
     pub supervised: Option<SavedSupervised>,
+}
+
+impl SavedDbn {
+    /// Inputs per case: the first RBM's visible units, or a plain MLP's first layer's inputs.
+    pub fn n_inputs(&self) -> usize {
+        match (self.dbn.layers.first(), &self.supervised) {
+            (Some(first), _) => first.n_visible,
+            (None, Some(saved)) => saved.network.n_inputs(),
+            (None, None) => 0,
+        }
+    }
+
+    /// How the inputs are modelled: the first RBM's visible units, or for a plain MLP the
+    /// setting its data were prepared for (Gaussian: standardised).
+    pub fn visible_units(&self) -> VisibleUnits {
+        self.dbn.layers.first().map_or(self.config.rbm.visible_units, |first| first.visible_units)
+    }
+
+    /// Zero RBM layers: the supervised layers alone.
+    pub fn is_plain_mlp(&self) -> bool {
+        self.dbn.layers.is_empty()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -318,7 +341,7 @@ impl FieldReader<'_> {
             other => return Err(fail(format!("field `training` is {}, expected an array", kind_of(&other)))),
         };
         // Added with supervised nets; absent means none.
-        let top_size = layers.last().map_or(0, |l: &Rbm| l.n_hidden);
+        let top_size = layers.last().map(|l: &Rbm| l.n_hidden);
         let supervised = match self.top.remove("supervised").unwrap_or(Value::Null) {
             Value::Null => None,
             value => Some(supervised_section::from_value(value, top_size).map_err(fail)?),
@@ -467,7 +490,9 @@ fn layer_training(value: Value, path: &str) -> Result<LayerTraining, String> {
 /// layer, the settings describe these layers.
 fn check_consistency(model: &SavedDbn) -> Result<(), String> {
     let layers = &model.dbn.layers;
-    let first = layers.first().ok_or("field `layers` is empty, expected at least one layer")?;
+    if layers.is_empty() && model.supervised.is_none() {
+        return Err("field `layers` is empty and there is no `supervised` section, expected at least one layer (a plain MLP, with zero RBM layers, has supervised layers)".into());
+    }
     for (i, pair) in layers.windows(2).enumerate() {
         if pair[1].n_visible != pair[0].n_hidden {
             return Err(format!(
@@ -481,7 +506,8 @@ fn check_consistency(model: &SavedDbn) -> Result<(), String> {
             return Err(format!("field `layers[{}].visible_units` is gaussian; only the first layer may have Gaussian visible units", i + 1));
         }
     }
-    let n_visible = first.n_visible;
+    let n_visible = model.n_inputs();
+    let visible_units = model.visible_units();
     if let Some((rows, cols)) = model.image_shape {
         if rows.checked_mul(cols) != Some(n_visible) {
             return Err(format!("field `image_shape` is {rows}×{cols}, which does not match the {n_visible} visible units of `layers[0]`"));
@@ -493,7 +519,7 @@ fn check_consistency(model: &SavedDbn) -> Result<(), String> {
         }
     }
     if let Some(s) = &model.standardisation {
-        if first.visible_units != VisibleUnits::Gaussian {
+        if visible_units != VisibleUnits::Gaussian {
             return Err("field `standardisation` is set, but `layers[0]` has bernoulli visible units (standardisation is for Gaussian ones)".into());
         }
         for (name, len) in [("mean", s.mean.len()), ("sd", s.sd.len())] {
@@ -511,14 +537,14 @@ fn check_consistency(model: &SavedDbn) -> Result<(), String> {
     if model.config.layers != sizes {
         return Err(format!("field `config.layers` is {:?}, but the layers have {:?} hidden units", model.config.layers, sizes));
     }
-    if model.config.rbm.visible_units != first.visible_units {
+    if model.config.rbm.visible_units != visible_units {
         return Err(format!(
             "field `config.rbm.visible_units` is {:?}, but `layers[0].visible_units` is {:?}",
-            model.config.rbm.visible_units, first.visible_units
+            model.config.rbm.visible_units, visible_units
         ));
     }
     // Batch settings were checked against the training cases, which are not in the file.
-    model.config.validate(usize::MAX).map_err(|e| {
+    model.config.validate_allowing_plain_mlp(usize::MAX).map_err(|e| {
         let path = if e.field == "layers" { "config.layers".to_string() } else { format!("config.rbm.{}", e.field) };
         format!("field `{path}`: {}", e.message)
     })?;

@@ -23,7 +23,9 @@ pub fn to_value(s: &SavedSupervised) -> Value {
 
 /// Reads the section; `top_size` is the DBN's top layer size, which the first supervised
 /// layer must take as inputs.
-pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, String> {
+/// `top_size` is the top RBM's hidden units, the first layer's inputs; `None` for a plain
+/// MLP (zero RBM layers), whose first layer's own `n_in` is the model's inputs.
+pub fn from_value(value: Value, top_size: Option<usize>) -> Result<SavedSupervised, String> {
     let path = "supervised";
     let Value::Object(mut map) = value else {
         return Err(format!("field `{path}` is not an object"));
@@ -58,9 +60,10 @@ pub fn from_value(value: Value, top_size: usize) -> Result<SavedSupervised, Stri
     let mut n_in = top_size;
     for (i, item) in items.into_iter().enumerate() {
         let layer = layer(item, &format!("{path}.layers[{i}]"), n_in)?;
-        n_in = layer.n_out;
+        n_in = Some(layer.n_out);
         layers.push(layer);
     }
+    let n_in = n_in.expect("at least the output layer");
     if target_names.len() != n_in {
         return Err(format!("field `{path}.target_names` has {} names, but the output layer has {n_in} units", target_names.len()));
     }
@@ -72,7 +75,7 @@ fn finite(value: Value, name: &str) -> Result<f64, String> {
     value.as_f64().filter(|x| x.is_finite()).ok_or_else(|| format!("field `supervised.{name}` is not a finite number"))
 }
 
-fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String> {
+fn layer(value: Value, path: &str, n_in_expected: Option<usize>) -> Result<Layer, String> {
     let Value::Object(mut map) = value else {
         return Err(format!("field `{path}` is not an object"));
     };
@@ -95,7 +98,8 @@ fn layer(value: Value, path: &str, n_in_expected: usize) -> Result<Layer, String
     if let Some(unknown) = map.keys().next() {
         return Err(format!("unknown field `{path}.{}`", sanitise(unknown, QUOTED_CHARS)));
     }
-    if n_in != n_in_expected {
+    let n_in_expected = n_in_expected.unwrap_or(n_in);
+    if n_in != n_in_expected || n_in == 0 {
         return Err(format!("field `{path}.n_in` is {n_in}, expected {n_in_expected} (the size of the layer below)"));
     }
     // Sizes come from the file: their product must not wrap around to a small number.

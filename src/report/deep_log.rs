@@ -115,6 +115,9 @@ impl DeepLog<'_> {
             None => {
                 let _ = writeln!(out, "DEEP.LOG  {}: greedy layer-wise training of a deep belief net", self.program);
             }
+            Some(s) if self.config.is_plain_mlp() => {
+                let _ = writeln!(out, "DEEP.LOG  {}: a plain MLP with a supervised {} output (no RBM stage)", self.program, s.output);
+            }
             Some(s) => {
                 let tuned = if s.fine_tuned { ", then fine-tuning of the whole model" } else { "" };
                 let _ = writeln!(out, "DEEP.LOG  {}: deep belief net with a supervised {} output{tuned}", self.program, s.output);
@@ -159,6 +162,10 @@ impl DeepLog<'_> {
 
     fn render_architecture(&self, out: &mut String) {
         let _ = writeln!(out, "\nARCHITECTURE");
+        if self.config.is_plain_mlp() {
+            let _ = writeln!(out, "  RBM stage: none (zero RBM layers): a plain MLP, trained by the supervised stage alone");
+            return;
+        }
         let Some(first) = self.layers.first().map(|l| l.rbm) else {
             let _ = writeln!(out, "  (no layers trained)");
             return;
@@ -174,6 +181,11 @@ impl DeepLog<'_> {
         let _ = writeln!(out, "\nPARAMETERS");
         entry(out, "backend", &self.backend);
         entry(out, "layers", format!("{:?}", self.config.layers));
+        if self.config.is_plain_mlp() {
+            // No RBM trains: its settings would describe nothing.
+            entry(out, "RBM stage", "none (zero RBM layers)");
+            return;
+        }
         entry(out, "greedy_mean_field", self.config.greedy_mean_field);
         for (name, shown) in setting_entries(&self.config.rbm) {
             // The hidden size of each layer comes from `layers`.

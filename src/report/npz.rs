@@ -1,7 +1,8 @@
 //! NumPy `.npz` archives of a DBN's parameters, for analysis outside this program:
 //! `W1` (visible × hidden, float32, row-major like the model), `b1` (visible bias),
 //! `c1` (hidden bias), then `W2`, `b2`, `c2` for the second layer, and so on, plus
-//! `visible_means` and, for Gaussian models, `standardisation_mean` / `standardisation_sd`.
+//! the supervised layers (`supervised_W1`, `supervised_c1`, …), `visible_means` and, for
+//! Gaussian models, `standardisation_mean` / `standardisation_sd`.
 
 use super::atomic::AtomicFile;
 use crate::format::SavedDbn;
@@ -18,6 +19,15 @@ pub fn write_npz(path: &Path, model: &SavedDbn) -> Result<(), String> {
         write_array(&mut npz, &format!("W{n}"), &[layer.n_visible as u64, layer.n_hidden as u64], &layer.weights).map_err(fail)?;
         write_array(&mut npz, &format!("b{n}"), &[layer.n_visible as u64], &layer.visible_bias).map_err(fail)?;
         write_array(&mut npz, &format!("c{n}"), &[layer.n_hidden as u64], &layer.hidden_bias).map_err(fail)?;
+    }
+    // The supervised layers (a plain MLP's only ones): `supervised_W1` (inputs × units),
+    // `supervised_c1` (the units' biases), … up to the output layer.
+    if let Some(saved) = &model.supervised {
+        for (k, layer) in saved.network.layers.iter().enumerate() {
+            let n = k + 1;
+            write_array(&mut npz, &format!("supervised_W{n}"), &[layer.n_in as u64, layer.n_out as u64], &layer.weights).map_err(fail)?;
+            write_array(&mut npz, &format!("supervised_c{n}"), &[layer.n_out as u64], &layer.bias).map_err(fail)?;
+        }
     }
     if let Some(means) = &model.visible_means {
         write_array(&mut npz, "visible_means", &[means.len() as u64], means).map_err(fail)?;

@@ -129,7 +129,8 @@ pub fn output_name(output: OutputKind) -> &'static str {
 /// confusion matrices, the fine-tuned reconstruction errors and the Analyze tables are left
 /// empty for the caller, which knows them.
 pub fn supervised_log(dbn: &Dbn, saved: &SavedSupervised) -> SupervisedLog {
-    let mut architecture = dbn.sizes();
+    // dbn.sizes() starts with the inputs; a plain MLP's come from its first layer.
+    let mut architecture = if dbn.layers.is_empty() { vec![saved.network.n_inputs()] } else { dbn.sizes() };
     architecture.extend(saved.network.layers.iter().map(|l| l.n_out));
     let last = saved.network.layers.last().expect("an output layer");
     let output_weights = (0..last.n_out).map(|j| (0..last.n_in).map(|i| last.weights[i * last.n_out + j]).chain([last.bias[j]]).collect()).collect();
@@ -176,7 +177,7 @@ pub fn write_activation_file(
         Section::Supervised => unsupervised.len() + selection.layer,
         Section::Output => unsupervised.len() + hidden.len(),
     };
-    let n_inputs = dbn.layers.first().map_or(1, |l| l.n_visible);
+    let n_inputs = dbn.layers.first().map(|l| l.n_visible).or(supervised.map(|saved| saved.network.n_inputs())).unwrap_or(1);
     let n_cases = inputs.len() / n_inputs;
     let mut activations = Vec::with_capacity(n_cases * width);
     match supervised {

@@ -112,8 +112,12 @@ pub fn train_supervised(
     on_iteration: &mut dyn FnMut(Stage, usize, f64) -> bool,
 ) -> Result<(Network, SupervisedOutcome), SupervisedError> {
     config.validate().map_err(SupervisedError::Config)?;
-    let n_visible = dbn.layers.first().ok_or_else(|| SupervisedError::Data("the DBN has no layers".into()))?.n_visible;
-    let n_cases = inputs.len() / n_visible;
+    // Zero RBM layers (a plain MLP): the inputs per case follow from the targets'.
+    let n_visible = match dbn.layers.first() {
+        Some(first) => first.n_visible,
+        None => inputs.len().checked_div(targets.len().checked_div(n_outputs).unwrap_or(0)).unwrap_or(0),
+    };
+    let n_cases = inputs.len().checked_div(n_visible).unwrap_or(0);
     if n_cases == 0 || inputs.len() != n_cases * n_visible || targets.len() != n_cases * n_outputs || n_outputs == 0 {
         return Err(SupervisedError::Data(format!(
             "{} input values and {} target values do not make whole cases of {n_visible} inputs and {n_outputs} targets",
@@ -151,7 +155,7 @@ pub fn train_supervised(
     let through = dbn.layers.len();
     let features = dbn.propagate_up(backend, stage_inputs, through);
     let held_features = stage_held.map(|(held_inputs, held_targets)| (dbn.propagate_up(backend, held_inputs, through), held_targets));
-    let n_features = dbn.top().expect("checked above").n_hidden;
+    let n_features = dbn.top().map_or(n_visible, |top| top.n_hidden);
     let mut sizes = vec![n_features];
     sizes.extend(&config.hidden);
     sizes.push(n_outputs);
@@ -175,7 +179,8 @@ pub fn train_supervised(
     drop(features);
     drop(held_features);
 
-    let fine_tune = if config.fine_tune {
+    // A plain MLP's supervised stage already trained every layer: nothing is left to tune.
+    let fine_tune = if config.fine_tune && !dbn.layers.is_empty() {
         let mut complete = complete_network(dbn, &net);
         let (stage_inputs, stage_targets, stage_held) = stage_cases(Stage::FineTune);
         let cases = Cases { inputs: stage_inputs, targets: stage_targets, n_inputs: n_visible, n_outputs };

@@ -49,12 +49,30 @@ impl StackConfig {
         check_count("top_cd_k_end", self.top_cd_k_end, 0, 1000)?;
         super::config::check_range("top_cd_k_rate", self.top_cd_k_rate, 0.0, 1.0)?;
         if self.layers.is_empty() {
-            return Err(ConfigError { field: "layers", message: "expected at least one RBM layer".into() });
+            return Err(ConfigError {
+                field: "layers",
+                message: "expected at least one RBM layer (a plain MLP, with zero RBM layers, trains through the supervised stage alone)".into(),
+            });
         }
         for &size in &self.layers {
             check_count("layers", size, 1, super::config::MAX_HIDDEN)?;
         }
         (0..self.layers.len()).try_for_each(|index| self.layer_config(index).validate(n_cases))
+    }
+
+    /// Zero RBM layers: a plain MLP, trained by the supervised stage alone (DEEP allows it).
+    pub fn is_plain_mlp(&self) -> bool {
+        self.layers.is_empty()
+    }
+
+    /// `validate`, except that zero layers (a plain MLP) pass: the RBM settings then train
+    /// nothing, and only the stack-wide ones are checked.
+    pub fn validate_allowing_plain_mlp(&self, n_cases: usize) -> Result<(), ConfigError> {
+        if self.is_plain_mlp() {
+            check_count("top_cd_k_end", self.top_cd_k_end, 0, 1000)?;
+            return super::config::check_range("top_cd_k_rate", self.top_cd_k_rate, 0.0, 1.0);
+        }
+        self.validate(n_cases)
     }
 
     /// The settings of layer `index` (0-based): its size, a seed of its own, and for layers

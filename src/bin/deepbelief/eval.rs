@@ -77,6 +77,9 @@ pub fn run(args: EvalArgs) -> Result<(), String> {
         ModelFile::Autoencoder(model) => return crate::autoencoder_model::eval(&args, *model, &model_file_path(&args.model).display().to_string()),
     };
     let all = load_model_input(&args.images, &model, "--images")?;
+    if model.is_plain_mlp() {
+        return plain_mlp(&args, &model, all.n_cases, output);
+    }
     let data = all.subset(&spread_cases(all.n_cases, args.max_cases.unwrap_or(usize::MAX)));
     let engine = backend_choice::engine(args.backend)?;
     let adapter = engine.adapter();
@@ -166,4 +169,17 @@ fn run_ais(args: &EvalArgs, model: &SavedDbn, data: &Dataset, engine: &Engine, f
         "log_weights_std": estimate.log_weights_std,
         "base_rate_from": base_rate_from,
     }))
+}
+
+/// A plain MLP (zero RBM layers) has no RBM whose reconstructions, free energy or partition
+/// function eval could measure: the data are checked against its inputs, and `test` is named
+/// for its supervised figures.
+fn plain_mlp(args: &EvalArgs, model: &SavedDbn, n_cases: usize, output: Output) -> Result<(), String> {
+    let sizes = model.supervised.as_ref().map(|saved| saved.network.sizes()).unwrap_or_default();
+    output.text(&format!(
+        "{}: {n_cases} cases; model: a plain MLP {sizes:?} (no RBM layers): no reconstruction error, free energy or AIS to compute; `deepbelief test` scores its supervised layers",
+        args.images.display()
+    ));
+    output.finish(&json!({ "plain_mlp": true, "cases": n_cases, "rbm_layers": 0, "supervised_layers": sizes }));
+    Ok(())
 }

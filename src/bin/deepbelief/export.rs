@@ -27,8 +27,15 @@ pub fn run(args: ExportArgs) -> Result<(), String> {
         ModelFile::Autoencoder(model) => return crate::autoencoder_model::export(&args, *model),
     };
     write_npz(&args.npz, &model)?;
-    let shapes: Vec<String> = model.dbn.layers.iter().enumerate().map(|(k, l)| format!("W{} {}×{}", k + 1, l.n_visible, l.n_hidden)).collect();
+    let mut shapes: Vec<String> = model.dbn.layers.iter().enumerate().map(|(k, l)| format!("W{} {}×{}", k + 1, l.n_visible, l.n_hidden)).collect();
+    if let Some(saved) = &model.supervised {
+        shapes.extend(saved.network.layers.iter().enumerate().map(|(k, l)| format!("supervised_W{} {}×{}", k + 1, l.n_in, l.n_out)));
+    }
     output.text(&format!("wrote {} ({})", args.npz.display(), shapes.join(", ")));
-    output.finish(&json!({ "npz": args.npz.display().to_string(), "layers": model.dbn.sizes() }));
+    output.finish(&json!({
+        "npz": args.npz.display().to_string(),
+        "layers": model.dbn.sizes(),
+        "supervised_layers": model.supervised.as_ref().map(|saved| saved.network.sizes()),
+    }));
     Ok(())
 }

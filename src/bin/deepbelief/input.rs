@@ -104,7 +104,7 @@ pub fn load_model_data(path: &Path, labels: Option<&Path>, targets: &[String], m
         (FileKind::Idx, Some(_)) => return Err(format!("{flag} {}: an IDX image file, but the model was trained on a text database", path.display())),
         (FileKind::Database, None) => return Err(format!("{flag} {}: a text database, but the model was trained on IDX images", path.display())),
     };
-    let n_visible = model.dbn.layers[0].n_visible;
+    let n_visible = model.n_inputs();
     if dataset.n_inputs != n_visible {
         return Err(format!(
             "{flag} {}: {} inputs per case{}, but the model's visible layer has {n_visible} units",

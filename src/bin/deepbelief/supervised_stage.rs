@@ -40,7 +40,7 @@ pub fn run(settings: &TrainSettings, backend: &dyn Backend, data: &TrainingData,
         output_name(config.output),
         config.hidden,
         config.optimizer,
-        if config.fine_tune { ", then fine-tuning the complete model" } else { "" }
+        if config.fine_tune && !model.is_plain_mlp() { ", then fine-tuning the complete model" } else { "" }
     ));
     let mut progress = |stage: Stage, iteration: usize, value: f64| {
         let name = match stage {
@@ -51,7 +51,8 @@ pub fn run(settings: &TrainSettings, backend: &dyn Backend, data: &TrainingData,
         true
     };
     let (network, outcome) = train_supervised(backend, &mut model.dbn, &inputs, &targets.values, n_outputs, &config, data.dataset.image_shape, &mut progress).map_err(|e| e.to_string())?;
-    let fine_tuned = config.fine_tune;
+    // A plain MLP has no RBM layers to tune; its supervised stage trained every layer.
+    let fine_tuned = config.fine_tune && !model.is_plain_mlp();
     model.supervised = Some(SavedSupervised {
         network,
         config,

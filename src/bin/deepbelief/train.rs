@@ -23,6 +23,7 @@ use deepbelief::report::image_grid::{self, Scaling};
 use deepbelief::report::atomic::AtomicFile;
 use deepbelief::report::classification::{ActivationSelection, Section};
 use deepbelief::report::png::encode_grey_png;
+use deepbelief::model::Dbn;
 use deepbelief::train::memory::RunShape;
 use deepbelief::train::{GreedyEvent, GreedyTrainer, TrainError};
 use serde_json::json;
@@ -43,9 +44,13 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
     let backend = engine.backend();
     let data = load_training_data(&settings.data)?;
     let dataset = &data.dataset;
-    settings.stack.validate(dataset.n_cases).map_err(describe_config_error)?;
+    settings.stack.validate_allowing_plain_mlp(dataset.n_cases).map_err(describe_config_error)?;
     // Everything that can be checked before training is: a refusal after it wastes the run.
     let targets = training_targets(dataset);
+    let plain_mlp = settings.stack.is_plain_mlp();
+    if plain_mlp && targets.is_none() {
+        return Err("--rbm-layers 0: a plain MLP (zero RBM layers) is trained by the supervised stage alone, which needs training labels (--train-labels) or database targets (--targets)".into());
+    }
     if targets.is_none() && settings.supervised.test_images.is_some() {
         return Err("--test-images tests the supervised layers, which need training labels (--train-labels) or database targets (--targets)".into());
     }
@@ -63,8 +68,13 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         backend.describe()
     ));
 
-    let (trainer, run) = train_layers(&settings, &engine, backend.as_ref(), dataset, output)?;
-    let outcomes = run.outcomes();
+    let (dbn, outcomes) = if plain_mlp {
+        output.text("no RBM stage (zero RBM layers): a plain MLP, trained by the supervised stage alone");
+        (Dbn::default(), Vec::new())
+    } else {
+        let (trainer, run) = train_layers(&settings, &engine, backend.as_ref(), dataset, output)?;
+        (trainer.dbn, run.outcomes())
+    };
     let mut model = SavedDbn {
         image_shape: dataset.image_shape,
         visible_means: Some(data.raw_statistics.mean.clone()),
@@ -72,7 +82,7 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         preprocessing: data.preprocessing.clone(),
         config: settings.stack.clone(),
         training: training_log::training_records(&outcomes),
-        dbn: trainer.dbn,
+        dbn,
         supervised: None,
     };
     let supervised = match targets {
@@ -89,13 +99,14 @@ pub fn run(args: TrainArgs) -> Result<(), String> {
         written.push(path);
     }
 
-    let last = outcomes.last().expect("at least one layer");
+    // The top RBM's figures; none for a plain MLP.
+    let last = outcomes.last();
     output.text(&format!("wrote {}", written.join(", ")));
     output.finish(&json!({
-        "recon_error": last.final_error,
-        "init_error": last.init_error,
-        "epochs": last.epochs.len(),
-        "stop": format::stop_reason_name(last.stop),
+        "recon_error": last.map(|l| l.final_error),
+        "init_error": last.map(|l| l.init_error),
+        "epochs": last.map(|l| l.epochs.len()),
+        "stop": last.map(|l| format::stop_reason_name(l.stop)),
         "layers": outcomes.iter().enumerate().map(|(layer, o)| json!({
             "layer": layer,
             "n_hidden": model.dbn.layers[layer].n_hidden,
@@ -269,11 +280,18 @@ pub fn write_activations(file: &mut AtomicFile, path: &Path, backend: &dyn Backe
 }
 
 /// The first layer's strongest filters as a PNG, each scaled symmetrically so zero is
-/// mid-grey.
+/// mid-grey: the first RBM's, or a plain MLP's first layer's (the same `n_in × n_out` layout).
 fn filters_png(model: &SavedDbn) -> Result<Vec<u8>, String> {
-    let rbm = &model.dbn.layers[0];
-    let shape = model.image_shape.unwrap_or((1, rbm.n_visible));
-    let count = rbm.n_hidden.min(FILTERS_SHOWN);
-    let filters = image_grid::filters_of(&rbm.weights, rbm.n_visible, rbm.n_hidden, count);
+    let (weights, n_visible, n_hidden) = match (model.dbn.layers.first(), &model.supervised) {
+        (Some(rbm), _) => (&rbm.weights, rbm.n_visible, rbm.n_hidden),
+        (None, Some(saved)) => {
+            let first = &saved.network.layers[0];
+            (&first.weights, first.n_in, first.n_out)
+        }
+        (None, None) => return Err("filters.png: the model has no layers".into()),
+    };
+    let shape = model.image_shape.unwrap_or((1, n_visible));
+    let count = n_hidden.min(FILTERS_SHOWN);
+    let filters = image_grid::filters_of(weights, n_visible, n_hidden, count);
     encode_grey_png(&image_grid::tile_grey(&filters, count, shape, FILTER_COLUMNS, Scaling::SymmetricPerTile)).map_err(|e| format!("filters.png: cannot encode the PNG ({e})"))
 }

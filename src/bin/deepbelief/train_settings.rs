@@ -50,7 +50,8 @@ pub struct TrainArgs {
     /// IDX label file matching --train-images (checked for count; kept with the data).
     #[arg(long, value_name = "FILE")]
     pub train_labels: Option<PathBuf>,
-    /// Hidden layer sizes from the bottom up, e.g. 500,500,2000.
+    /// Hidden layer sizes from the bottom up, e.g. 500,500,2000; 0 for none (a plain MLP,
+    /// trained by the supervised stage alone: needs --train-labels or --targets).
     #[arg(long, value_name = "SIZES", value_parser = parse_layer_sizes)]
     pub rbm_layers: Option<LayerSizes>,
     /// Starts from Hinton's recipe (fixed schedule, CD-1, batches of 100) instead of Masters'.
@@ -171,8 +172,12 @@ pub struct TrainArgs {
 #[derive(Clone, Debug)]
 pub struct LayerSizes(pub Vec<usize>);
 
-/// `500,500,2000`: every size a whole number of at least 1, none missing.
+/// `500,500,2000`: every size a whole number of at least 1, none missing; a lone `0` is no
+/// RBM layers (DEEP's "0 RBM layers": a plain MLP).
 fn parse_layer_sizes(text: &str) -> Result<LayerSizes, String> {
+    if text.trim() == "0" {
+        return Ok(LayerSizes(Vec::new()));
+    }
     let sizes = text
         .split(',')
         .enumerate()
@@ -362,7 +367,7 @@ impl TrainArgs {
             stack.top_cd_k_end = k;
         }
         // Everything that does not depend on the data is checked before any is read.
-        stack.validate(usize::MAX).map_err(describe_config_error)?;
+        stack.validate_allowing_plain_mlp(usize::MAX).map_err(describe_config_error)?;
         Ok(TrainSettings { data, stack, backend: self.backend, out: self.out, json: self.json, max_memory: self.max_memory, supervised })
     }
 
