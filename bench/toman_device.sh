@@ -19,7 +19,9 @@
 #
 # Knobs (environment): EPOCHS (265), UP (1.3), DOWN (0.7), SEED (1), LIMIT (all cases),
 # VARIANTS (eager,graph), CPU (1: also ours on the CPU; 0: not), GPU_TIMEOUT_S (200),
-# CPU_TIMEOUT_S (200), TORCH_TIMEOUT_S (200), BIN (.sweep/bin/deepbelief). A smoke test where
+# CPU_TIMEOUT_S (200), TORCH_TIMEOUT_S (200), BIN (.sweep/bin/deepbelief), PROFILE (1: also
+# `deepbelief mlp --backend gpu --profile`: each dispatch's µs in an epoch and the one-pass
+# epoch, appended to $OUT/toman_profile.txt; 0: not). A smoke test where
 # there is no GPU: EPOCHS=3 LIMIT=200 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD>
 # BIN=target/release/deepbelief bash bench/toman_device.sh.
 set -u
@@ -62,6 +64,12 @@ ours() { # backend, timeout
   timeout "$2" "$BIN" mlp "${data[@]}" --weights "$OUT/start/mlp.json" "${rule[@]}" --backend "$1" --out "$OUT/run_$1" 2>>"$OUT/toman.log" | tail -n 1 | grep '^{' >"$OUT/toman_$1.jsonl"
 }
 ours gpu "${GPU_TIMEOUT_S:-200}"
+if [ "${PROFILE:-0}" = 1 ]; then
+  echo "== ours, gpu profile" | tee -a "$OUT/toman.log" >&2
+  { echo "== $(date -u +%FT%TZ) $("$BIN" --version)"
+    timeout "${GPU_TIMEOUT_S:-200}" "$BIN" mlp "${data[@]}" --weights "$OUT/start/mlp.json" --up "$UP" --down "$DOWN" \
+      --backend gpu --profile --out "$OUT/profile" 2>>"$OUT/toman.log"; } | tee -a "$OUT/toman_profile.txt" >&2
+fi
 [ "${CPU:-1}" = 1 ] && ours cpu "${CPU_TIMEOUT_S:-200}"
 echo "== PyTorch ($VARIANTS)" | tee -a "$OUT/toman.log" >&2
 timeout "${TORCH_TIMEOUT_S:-200}" python3 bench/toman_torch.py "${data[@]}" --start "$OUT/start/mlp.json" --epochs "$EPOCHS" \

@@ -145,6 +145,34 @@ pub struct MlpArgs {
     /// Print the summary as one JSON object on the last line of standard output.
     #[arg(long)]
     pub json: bool,
+    /// With --backend gpu and the adaptive rule: instead of training, time each dispatch of
+    /// an epoch on the device (GPU timestamps, one pass per dispatch, 8 epochs after 2 to warm
+    /// up) and the epoch with all of a submission's epochs in one pass; prints the table
+    /// (with --json, one JSON object). Needs the adapter's timestamp queries.
+    #[arg(long)]
+    pub profile: bool,
+}
+
+/// `--profile`: the device's per-dispatch times of an epoch of `net` on `cases`.
+fn profile(engine: &deepbelief::engine::Engine, net: &Network, cases: Cases, rules: &StepRuleSettings, output: &Output) -> Result<(), String> {
+    use deepbelief::gpu::mlp::{DeviceMlp, MlpKernels};
+    let deepbelief::engine::Engine::Gpu(ctx) = engine else {
+        return Err("--profile times the device: add --backend gpu".into());
+    };
+    let kernels = MlpKernels::new(ctx);
+    let mut device = DeviceMlp::new(ctx, &kernels, net, cases.inputs, cases.targets, rules).map_err(|e| e.to_string())?;
+    pollster::block_on(device.run_epochs(2)).map_err(|e| e.to_string())?;
+    let report = pollster::block_on(device.profile(8)).map_err(|e| format!("--profile: {e}"))?;
+    output.text(&format!("profile of one epoch ({} dispatches; mean of {} epochs, each step in its own pass):", report.dispatches_per_epoch, report.epochs));
+    for step in &report.steps {
+        output.text(&format!("  {:>9.1} µs  {}{}", step.microseconds, step.label, if step.dispatches > 1 { format!(" ({} dispatches)", step.dispatches) } else { String::new() }));
+    }
+    output.text(&format!("  {:>9.1} µs  sum of the steps", report.step_sum_us));
+    output.text(&format!("  {:>9.1} µs  per epoch with {} epochs in one pass (as training records them)", report.one_pass_us, report.epochs));
+    if output.json {
+        println!("{}", serde_json::to_string(&report).map_err(|e| e.to_string())?);
+    }
+    Ok(())
 }
 
 fn parse_sizes(text: &str) -> Result<Vec<usize>, String> {
@@ -271,6 +299,12 @@ pub fn run(args: MlpArgs) -> Result<(), String> {
     }
     let optimizer = args.optimizer.optimizer();
     output.text(&format!("{source}: {} cases, net {:?} (all logistic), {:?}, up/down {}/{}, on {}", data.n_patterns(), sizes, optimizer, rules.up, rules.down, engine.describe()));
+    if args.profile {
+        if optimizer != Optimizer::AdaptiveStep {
+            return Err("--profile times the device's adaptive rule: use --optimizer adaptive".into());
+        }
+        return profile(&engine, &net, cases, &rules, &output);
+    }
     let initial_error = rms_half(&net, &backend, cases);
     let mut records: Vec<EpochRecord> = Vec::new();
     let started = deepbelief::clock::now_seconds();
