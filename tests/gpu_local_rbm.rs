@@ -180,3 +180,33 @@ fn banks_split_into_groups_train_as_unsplit() {
         assert!(a == b && va == vb, "case {k}: the split run differs from the whole one (worst weight gap {})", a.weights.iter().zip(&b.weights).fold(0.0f32, |m, (x, y)| m.max((x - y).abs())));
     }
 }
+
+/// The page's epoch-at-a-time session on the device: its epochs follow the CPU session's, and
+/// a device destroyed after the first epoch hands the run to the CPU from that epoch's state
+/// (the remaining epochs then equal a CPU trainer resumed from it).
+#[test]
+fn session_steps_on_the_device_and_falls_back_to_the_cpu() {
+    use deepbelief::engine::local_session::LocalLayerSession;
+    use deepbelief::engine::Engine;
+    use deepbelief::local_rbm::LocalCdSettings;
+    let g = Geometry::new(12, 12, 1, 4, 4, 6, false).unwrap();
+    let s = RngStream::new(78, 1, Purpose::DataSample);
+    let cases: Vec<f32> = (0..(64 * g.n_visible()) as u64).map(|i| s.uniform(i) - 0.5).collect();
+    let settings = LocalCdSettings { epochs: 3, batch_size: 16, learning_rate: 0.05, ..Default::default() };
+    let mut cpu = pollster::block_on(LocalLayerSession::start(&Engine::Cpu, g, settings.clone(), cases.clone())).unwrap();
+    let mut gpu = pollster::block_on(LocalLayerSession::start(&Engine::Gpu(context()), g, settings, cases)).unwrap();
+    assert!(gpu.on_device() && !cpu.on_device(), "{:?}", gpu.backend_reason());
+    pollster::block_on(cpu.epoch()).unwrap();
+    pollster::block_on(gpu.epoch()).unwrap();
+    let gap = |a: &[f32], b: &[f32]| a.iter().zip(b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+    assert!(gap(&gpu.model().weights, &cpu.model().weights) < 5e-5, "epoch 1: the device's weights are {} from the CPU's", gap(&gpu.model().weights, &cpu.model().weights));
+    gpu.simulate_device_loss();
+    for _ in 0..2 {
+        pollster::block_on(cpu.epoch()).unwrap();
+        pollster::block_on(gpu.epoch()).unwrap();
+    }
+    assert!(!gpu.on_device() && gpu.backend_reason().is_some_and(|r| r.contains("failed in epoch 2")), "{:?}", gpu.backend_reason());
+    assert!(gpu.done() && gpu.epochs().len() == 3);
+    assert!(gap(&gpu.model().weights, &cpu.model().weights) < 5e-5, "after the fall-back the weights are {} from the CPU's", gap(&gpu.model().weights, &cpu.model().weights));
+    assert!(pollster::block_on(gpu.epoch()).is_err(), "a fourth epoch was trained");
+}

@@ -27,6 +27,7 @@ pub mod layer;
 pub mod local_rbm;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod mlp;
+pub mod local_session;
 pub mod local_stack;
 pub mod run;
 pub mod sparse_coding;
