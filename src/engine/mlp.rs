@@ -31,7 +31,14 @@ impl Engine {
     /// [`train_full_batch`] does. `on_epoch` sees every epoch, with the weights after it on the
     /// epochs that are multiples of `checkpoint_every` (> 0) and where the CPU runs every epoch
     /// (`None` on the device's other epochs); it returns `false` to stop.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn train_mlp(&self, net: &mut Network, cases: Cases, settings: FullBatchSettings, checkpoint_every: usize, on_epoch: &mut dyn FnMut(&EpochRecord, Option<&Network>) -> bool) -> Result<MlpOutcome, SupervisedError> {
+        pollster::block_on(self.train_mlp_async(net, cases, settings, checkpoint_every, on_epoch))
+    }
+
+    /// [`Engine::train_mlp`] for callers that cannot block on the device (the browser: the
+    /// page and the wasm engine suite); natively `train_mlp` blocks on this.
+    pub async fn train_mlp_async(&self, net: &mut Network, cases: Cases<'_>, settings: FullBatchSettings, checkpoint_every: usize, on_epoch: &mut dyn FnMut(&EpochRecord, Option<&Network>) -> bool) -> Result<MlpOutcome, SupervisedError> {
         let ctx = match self {
             Engine::Gpu(ctx) if settings.optimizer == Optimizer::AdaptiveStep => ctx,
             Engine::Gpu(_) => {
@@ -62,11 +69,11 @@ impl Engine {
                 if checkpoint_every > 0 {
                     count = count.min(checkpoint_every - done % checkpoint_every);
                 }
-                let batch = match pollster::block_on(device.run_epochs(count)) {
+                let batch = match device.run_epochs(count).await {
                     Ok(batch) => batch,
                     Err(e) => break 'device Some(e.to_string()),
                 };
-                match pollster::block_on(device.weights()) {
+                match device.weights().await {
                     Ok(weights) => net.set_params(&weights),
                     Err(e) => break 'device Some(e.to_string()),
                 }
@@ -96,7 +103,7 @@ impl Engine {
                 }
             }
             finished = crate::clock::now_seconds();
-            match pollster::block_on(device.finish()) {
+            match device.finish().await {
                 Ok((_, weights)) => net.set_params(&weights),
                 Err(e) => break 'device Some(e.to_string()),
             }

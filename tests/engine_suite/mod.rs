@@ -111,6 +111,7 @@ macro_rules! all_engine_checks {
             local_rbm::local_rbm_device_loss_resumes_on_cpu,
             recurrent::recurrent_session_follows_cpu,
             recurrent::recurrent_device_loss_resumes_on_cpu,
+            mlp::mlp_adaptive_rule_follows_cpu_epoch_by_epoch,
         );
     };
 }

@@ -6,6 +6,7 @@ pub mod autoencoder;
 pub mod chains;
 pub mod evaluate;
 pub mod local_rbm;
+pub mod mlp;
 pub mod operations;
 pub mod recurrent;
 pub mod sparse_coding;
