@@ -132,7 +132,8 @@ pub struct GreedyTrainer {
 
 impl GreedyTrainer {
     pub fn new(config: StackConfig, data: &Dataset) -> Result<Self, TrainError> {
-        config.validate(data.n_cases).map_err(TrainError::Config)?;
+        // Zero layers (a plain MLP: the supervised stage alone) make a trainer finished at once.
+        config.validate_allowing_plain_mlp(data.n_cases).map_err(TrainError::Config)?;
         Ok(GreedyTrainer { config, dbn: Dbn::default(), current: None, layer_data: None, held_out: None })
     }
 

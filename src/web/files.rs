@@ -48,7 +48,7 @@ impl Playground {
     pub fn load_model(&mut self, name: &str, text: &str) -> Result<JsValue, JsError> {
         let saved = format::from_json(name, text).map_err(js_error)?;
         let data = self.data.as_ref().ok_or_else(|| JsError::new(&format!("{name}: load data before a model, so the model can be checked against it")))?;
-        let n_visible = saved.dbn.layers[0].n_visible;
+        let n_visible = saved.n_inputs();
         if n_visible != data.n_inputs {
             return Err(JsError::new(&format!(
                 "{name}: field `layers[0].n_visible` is {n_visible}, but the loaded data ({}) has {} inputs per case; load matching data first",
@@ -123,7 +123,8 @@ impl Playground {
 
     /// The model's shape (the layer in training included), or `null` before there is one.
     pub fn model_summary(&self) -> Result<JsValue, JsError> {
-        let Some(dbn) = self.model() else { return Ok(JsValue::NULL) };
+        let plain_mlp = self.is_plain_mlp() && self.supervised.is_some();
+        let Some(dbn) = self.model().or_else(|| plain_mlp.then(Dbn::default)) else { return Ok(JsValue::NULL) };
         let mut parameters: usize = dbn.layers.iter().map(|l| l.weights.len() + l.n_visible + l.n_hidden).sum();
         let supervised = self.supervised.as_ref().map(|saved| {
             let layers = &saved.network.layers;
@@ -139,7 +140,9 @@ impl Playground {
     fn trained_layers(&self) -> Result<Dbn, JsError> {
         let stack = self.stack.borrow();
         let stack = stack.as_ref().ok_or_else(|| JsError::new("no model yet: train or load one"))?;
-        if stack.greedy().dbn.layers.is_empty() {
+        // A plain MLP has no RBM layers: its supervised layers are the model.
+        let plain_mlp_trained = stack.greedy().config.is_plain_mlp() && self.supervised.is_some();
+        if stack.greedy().dbn.layers.is_empty() && !plain_mlp_trained {
             return Err(JsError::new("no layer has finished training yet"));
         }
         Ok(stack.greedy().dbn.clone())

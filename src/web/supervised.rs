@@ -5,6 +5,7 @@
 use super::training::on_cpu_threads;
 use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
+use crate::model::Dbn;
 use crate::supervised::confusion::predictions;
 use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for, training_targets, Evaluation};
 use crate::supervised::{train_supervised, SavedSupervised, Stage, SupervisedOutcome};
@@ -138,14 +139,20 @@ impl Playground {
 }
 
 impl Playground {
+    /// The run is a plain MLP: zero RBM layers, the supervised stage alone.
+    pub(super) fn is_plain_mlp(&self) -> bool {
+        self.stack.borrow().as_ref().is_some_and(|stack| stack.greedy().config.is_plain_mlp())
+    }
+
     /// Applies the model with its supervised layers to the held-out cases, or to every case
     /// when none are held out.
     fn classify(&self) -> Result<Classified, JsError> {
         let saved = self.supervised.as_ref().ok_or_else(|| JsError::new("no supervised model yet: train or load one"))?;
-        let dbn = self.model().ok_or_else(|| JsError::new("no model yet"))?;
+        let dbn = self.model().or_else(|| self.is_plain_mlp().then(Dbn::default)).ok_or_else(|| JsError::new("no model yet"))?;
         let data = self.data()?;
-        if dbn.layers[0].n_visible != data.n_inputs {
-            return Err(JsError::new(&format!("{}: {} inputs per case, but the model has {} visible units", data.name, data.n_inputs, dbn.layers[0].n_visible)));
+        let n_inputs = dbn.layers.first().map_or(saved.network.n_inputs(), |first| first.n_visible);
+        if n_inputs != data.n_inputs {
+            return Err(JsError::new(&format!("{}: {} inputs per case, but the model has {n_inputs} inputs", data.name, data.n_inputs)));
         }
         let n_outputs = saved.target_names.len();
         if n_outputs < 2 {

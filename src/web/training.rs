@@ -26,6 +26,9 @@ impl Playground {
         if let Some(supervised) = &config.supervised {
             supervised.validate().map_err(|e| JsError::new(&format!("invalid setting supervised.{e}")))?;
         }
+        if config.stack.is_plain_mlp() && config.supervised.is_none() {
+            return Err(JsError::new("layers: no RBM layers makes a plain MLP, which is the supervised stage alone: turn the supervised stage on, or give RBM hidden sizes"));
+        }
         let training_cases = self.training_case_indices()?;
         check_sizes(&config, data, training_cases.len())?;
         let training_data = data.subset(&training_cases);

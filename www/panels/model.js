@@ -90,7 +90,8 @@ export function mountModel(section, app) {
     const schema = schemaOf(key);
     if (key === 'layers' || key === 'sup_hidden') {
       const sizes = parseSizes(value);
-      if (key === 'layers' && !sizes.length) return 'RBM hidden sizes: give at least one layer';
+      // No RBM layers: a plain MLP, the supervised stage alone (as DEEP allows).
+      if (key === 'layers' && !sizes.length && !values.supervised) return 'RBM hidden sizes: give at least one layer, or none with the supervised stage on (a plain MLP)';
       if (sizes.some((s) => !Number.isInteger(s) || s < 1 || s > 65536)) return `${schema.label}: whole numbers from 1 to 65536, separated by commas`;
       return '';
     }
@@ -112,6 +113,8 @@ export function mountModel(section, app) {
     hash.put(key, formatValue(value) === formatValue(base[key]) ? null : formatValue(value));
     refresh();
     if (key === 'seed') app.emit('seed_changed', { seed: value });
+    // Empty RBM sizes are valid only with the supervised stage (a plain MLP): check them again.
+    if (key === 'supervised') onInput('layers');
   }
 
   function applyPreset(name) {
