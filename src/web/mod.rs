@@ -21,6 +21,7 @@ mod chains;
 mod data;
 mod files;
 mod gpu_training;
+mod local_rbm;
 mod recurrent;
 mod sparse_coding;
 mod supervised;
@@ -30,6 +31,7 @@ mod views;
 use gpu_training::EngineState;
 pub use autoencoder::AutoencoderTrainer;
 pub use bench::bench_cpu;
+pub use local_rbm::LocalRbmTrainer;
 pub use recurrent::{rtrl_time, SequenceConfig, SequenceTrainer};
 pub use sparse_coding::SparseCodingTrainer;
 
