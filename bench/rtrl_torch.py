@@ -6,11 +6,15 @@ time, in torch ops on CUDA, written as fast as PyTorch does it in float32 (TF32 
 The step is the crate's (`recurrent::rtrl`, bench/rtrl_numpy.py) with the back-propagation
 shortcut: the output layer's blocks (w[2<-1], b[2]) by back-propagation within the step, the
 hidden layer's (w[1<-0], mu[1<-1], b[1]) by sensitivity tensors. Their hidden-layer tensors sit
-side by side in one 2n x P matrix (P = 2n*2n + 2n*2n + 2n), so the update is two products a
-step, both over every block at once:
+side by side in one 2n x P matrix (P = 2n*2n + 2n*2n + 2n), so the update is one product a
+step over every block at once, and the gradient a row times it:
 
-    X1 = sigma'(net1) * (M @ X1_prev + Kronecker terms),   X2 = sigma'(net2) * (W2 @ X1),
-    dE/dw = (y - d) @ X2,   w -= rate * dE/dw  (and the shortcut's outer products).
+    X1 = sigma'(net1) * (M @ X1_prev + Kronecker terms),
+    dE/dw = (y - d) @ (sigma'(net2) * W2 @ X1) = ((y - d) * sigma'(net2)) @ W2 @ X1,
+    w -= rate * dE/dw  (and the shortcut's outer products).
+
+The output's tensor is folded into the gradient (the product taken row first), as ours on the
+device does (gpu::recurrent_step; the CPU reference and NumPy form it, as Moore does).
 
 Weights (Philox, InitialWeights, scale 2) and examples (Philox, DataSample) are the crate's,
 from bench/rtrl_numpy.py, so the mean E of the timed steps equals `bench --rtrl`'s to float32
@@ -88,8 +92,9 @@ class ElmanRtrl:
         X1[:, wi + wm:][self.rows, self.rows] += 1.0
         X1 *= d1[:, None]
         self.a1[parity].copy_(a1)
-        # The output's tensors and the gradient: (y - d) @ (sigma'(net2) * W2 @ X1).
-        grad = (g * d2) @ (self.W2 @ X1)
+        # The gradient (y - d) @ (sigma'(net2) * W2 @ X1), the output's tensor folded as ours
+        # on the device (gpu::recurrent_step): a row times X1 instead of W2 times X1.
+        grad = ((g * d2) @ self.W2) @ X1
         # The shortcut: delta2 = (y - d) * sigma'(net2); dE/dW2 = delta2 a1^T, dE/db2 = delta2.
         delta2 = g * d2
         self.W2 -= rate * torch.outer(delta2, a1)

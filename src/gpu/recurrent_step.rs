@@ -11,7 +11,9 @@
 //! 3. per tensor block and dependent layer, in increasing layer order and per column chunk:
 //!    the products `w^{i,k} ξ^{·,k}` (gpu::gemm, reading the weights in place in the flat
 //!    parameter buffer) and rtrl_sensitivity.wgsl (k = 0) for the Kronecker term and σ';
-//!    then `∂E/∂y · ξ^{·,y}` into the flat gradient;
+//!    then `∂E/∂y · ξ^{·,y}` into the flat gradient; where the output feeds no later step its
+//!    tensor is not formed: the gradient is `(δ^yᵀ w^{y,k}) · ξ^{·,k}` (the same sum, a row
+//!    times the tensor instead of a matrix times it);
 //! 4. the shortcut: `backprop` per shortcut layer from the output down, `shortcut_gradient`
 //!    per shortcut block;
 //! 5. `euler`: `θ ← θ − rate · ∂E/∂θ`.
@@ -134,7 +136,10 @@ pub struct DeviceRtrl {
     sources: Vec<wgpu::Buffer>,
     tensors: Vec<Option<TensorBlock>>,
     forward_ops: Vec<Compute>,
+    /// Folding the output's tensor into the gradient: δ^y and the rows δ^yᵀ w^{y,k}.
+    prologue_ops: Vec<Compute>,
     tensor_ops: [Vec<Compute>; 2],
+    _folded: Vec<wgpu::Buffer>,
     shortcut_ops: Vec<Compute>,
     euler_dims: wgpu::Buffer,
     euler_template: StepDims,
@@ -278,6 +283,13 @@ impl DeviceRtrl {
         let dummy = zeros("rtrl dummy", 1);
 
         let widest = *layers.iter().max().expect("layers");
+        // The output layer feeds no layer within a step (it is the highest); unless it feeds
+        // the next step, its tensor serves only the gradient, ∂E/∂w = ∂E/∂y · ξ^{·,y} =
+        // δ^y · (Σ_k w^{y,k} ξ^{·,k} + own term), δ^y = σ'(net^y) ⊙ ∂E/∂y: so the products are
+        // taken as (δ^yᵀ w^{y,k}) · ξ^{·,k}, a row times the tensor instead of a matrix times it
+        // (Moore forms ξ^{·,y}; this is the same sum in another order, and a third fewer FLOPs
+        // on the Elman adder).
+        let fold_output = !recurrent_sources[out];
         let mut tensors = Vec::new();
         for b in &net.blocks {
             if !with_tensor(b) {
@@ -290,7 +302,7 @@ impl DeviceRtrl {
             let dependents = graph.dependents(b.to);
             let sets = (0..layers.len())
                 .map(|i| {
-                    let count = if i == 0 || !dependents[i] { 0 } else if recurrent_sources[i] { 2 } else { 1 };
+                    let count = if i == 0 || !dependents[i] || (i == out && fold_output) { 0 } else if recurrent_sources[i] { 2 } else { 1 };
                     (0..count).map(|_| chunks.iter().map(|&(_, w)| zeros("rtrl sensitivity", layers[i] * w)).collect()).collect()
                 })
                 .collect();
@@ -300,6 +312,21 @@ impl DeviceRtrl {
         let gemm = GemmKernels::new(ctx);
         let sensitivity_layout = pipelines[SENSITIVITY].get_bind_group_layout(0);
         let mut tensor_ops: [Vec<Compute>; 2] = [Vec::new(), Vec::new()];
+        // Folding the output: δ^y (the backprop kernel on the output layer, into work's δ
+        // region; the shortcut recomputes it alike), then the row δ^yᵀ w^{y,k} of every block
+        // into the output.
+        let folds = fold_output && tensors.iter().flatten().any(|t| t.sets[out].is_empty());
+        let folded: Vec<wgpu::Buffer> = net.blocks.iter().map(|b| zeros("rtrl folded row", if b.to == out { b.cols } else { 1 })).collect();
+        let mut prologue = Vec::new();
+        if folds {
+            let (bind_group, _) = step_group(StepDims { layer: out as u32, rows: n_out as u32, ..base });
+            prologue.push(Compute::Kernel { pipeline: BACKPROP, bind_group, groups: per_invocation(n_out) });
+            let delta_offset = (n_out + 1 + layer_offsets[out]) as u64;
+            for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out && cb.source != Source::Bias) {
+                let op = GemmOp::new(1, n_out as u32, cb.cols as u32, &work, &params, &folded[ci]).with_a(MatRef::at(&work, delta_offset, n_out as u32)).with_b(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
+                prologue.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)));
+            }
+        }
         for (parity, ops) in tensor_ops.iter_mut().enumerate() {
             for (index, block) in net.blocks.iter().enumerate() {
                 let Some(t) = &tensors[index] else { continue };
@@ -344,6 +371,30 @@ impl DeviceRtrl {
                         let op = GemmOp::new(1, n_out as u32, width as u32, &work, y, &gradient).with_a(MatRef::at(&work, 0, n_out as u32)).with_c(MatRef::at(&gradient, (block.offset + col0) as u64, width as u32));
                         ops.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)));
                     }
+                } else if fold_output && graph.dependents(block.to)[out] {
+                    // The own term δ^y_s a^n_t first (it writes the block's gradient), then
+                    // (δ^yᵀ w^{y,k}) ξ^{·,k} of every incoming block with a tensor, added.
+                    let mut written = false;
+                    if block.to == out {
+                        let (bind_group, _) = step_group(StepDims { block: index as u32, count: block.len() as u32, ..base });
+                        ops.push(Compute::Kernel { pipeline: SHORTCUT_GRADIENT, bind_group, groups: per_invocation(block.len()) });
+                        written = true;
+                    }
+                    for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out) {
+                        let source = match cb.source {
+                            Source::Layer(k) if k > 0 && !t.sets[k].is_empty() => t.current(k, parity),
+                            Source::Previous(q) if q > 0 && !t.sets[q].is_empty() => t.previous(q, parity),
+                            _ => continue,
+                        };
+                        for (c, &(col0, width)) in t.chunks.iter().enumerate() {
+                            let op = GemmOp::new(1, cb.cols as u32, width as u32, &folded[ci], &source[c], &gradient).with_c(MatRef::at(&gradient, (block.offset + col0) as u64, width as u32));
+                            ops.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &if written { op.accumulate() } else { op })?)));
+                        }
+                        written = true;
+                    }
+                    if !written {
+                        return Err(GpuError(format!("{}: the output depends on it, yet no term reaches the output", block.name())));
+                    }
                 }
             }
         }
@@ -370,7 +421,9 @@ impl DeviceRtrl {
             sources,
             tensors,
             forward_ops,
+            prologue_ops: prologue,
             tensor_ops,
+            _folded: folded,
             shortcut_ops,
             euler_dims,
             euler_template,
@@ -500,7 +553,7 @@ impl DeviceRtrl {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl forward"), timestamp_writes: None });
             record(&mut pass, &self.pipelines, &self.forward_ops);
         }
-        if !self.tensor_ops[self.parity].is_empty() {
+        if !self.tensor_ops[self.parity].is_empty() || !self.prologue_ops.is_empty() {
             for (i, buffer) in self.deriv.iter().enumerate().skip(1) {
                 encoder.copy_buffer_to_buffer(&self.frame, ((self.total + self.layer_offsets[i]) * 4) as u64, buffer, 0, (self.layers[i] * 4) as u64);
             }
@@ -512,6 +565,7 @@ impl DeviceRtrl {
         }
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl tensors and weights"), timestamp_writes: None });
+            record(&mut pass, &self.pipelines, &self.prologue_ops);
             record(&mut pass, &self.pipelines, &self.tensor_ops[self.parity]);
             record(&mut pass, &self.pipelines, &self.shortcut_ops);
         }
