@@ -186,6 +186,7 @@ Promise.all([
   mountOptional('./views/autoencoder.js', 'mountAutoencoderViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./views/sparse_coding.js', 'mountSparseCodingViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./views/sequences.js', 'mountSequenceViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
+  mountOptional('./views/local_rbm.js', 'mountLocalRbmViews', { pictures: $('pictures'), headline: $('headline-charts'), more: $('views') }),
   mountOptional('./share.js', 'mountShare', $('share')),
   mountOptional('./storage.js', 'mountStorage', $('storage')),
 ]).then(layout.update);

@@ -9,6 +9,7 @@ import { createTrainingRun } from './worker/training.js';
 import { createAutoencoderRun } from './worker/autoencoder.js';
 import { createSparseCodingRun } from './worker/sparse_coding.js';
 import { createSequencesRun } from './worker/sequences.js';
+import { createLocalRbmRun } from './worker/local_rbm.js';
 import { fetchBytes, MAX_FETCH_BYTES } from './worker/fetch.js';
 
 const isolated = self.crossOriginIsolated === true;
@@ -107,7 +108,15 @@ const sequences = createSequencesRun({
   get runtime() { return runtime; },
   get webgpu() { return webgpu; },
 });
-const familyRuns = { autoencoder, sparse_coding: sparseCoding, sequences };
+// The Local RBM mode's local-patch layer (issue 19), alike.
+const localRbm = createLocalRbmRun({
+  get playground() { return playground; },
+  get wasm() { return wasm; },
+  post,
+  get runtime() { return runtime; },
+  get webgpu() { return webgpu; },
+});
+const familyRuns = { autoencoder, sparse_coding: sparseCoding, sequences, local_rbm: localRbm };
 // The family run in progress, if any (else the DBN's commands apply).
 const activeFamily = () => Object.values(familyRuns).find((r) => r.active()) ?? null;
 const anyRun = () => training.active() || !!activeFamily();
@@ -171,6 +180,7 @@ const core = {
     await autoencoder.reset();
     await sparseCoding.reset();
     await sequences.reset();
+    await localRbm.reset();
     await training.cancel();
     await training.finishedPromise();
     // The chains and the dream belong to the model that goes.
@@ -214,7 +224,7 @@ const files = {
   },
 };
 
-let commands = { ...files, ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...core };
+let commands = { ...files, ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...localRbm.commands, ...core };
 
 const viewContext = {
   get playground() { return playground; },
@@ -236,7 +246,7 @@ const engineReady = (async () => {
   await loadEngine();
   try {
     const views = await import('./worker/views.js');
-    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...core };
+    commands = { ...files, ...views.viewCommands(viewContext), ...autoencoder.commands, ...sparseCoding.commands, ...sequences.commands, ...localRbm.commands, ...core };
   } catch (error) {
     // Before the view handlers exist the page still trains; the views say they are missing.
     if (!/Failed to fetch|Cannot find module|error loading/i.test(message(error))) post('notice', { message: `view commands failed to load: ${message(error)}` });

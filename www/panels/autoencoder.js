@@ -5,7 +5,7 @@
 // in the hash stays in its control with an error naming the field, and Start refuses it.
 // The seed control is the DBN panel's (one `seed` key for both families).
 
-export const FAMILIES = [['dbn', 'Deep belief net (RBMs)'], ['autoencoder', 'Sparse autoencoder'], ['sparse_coding', 'Sparse coding'], ['sequences', 'Sequences (recurrent nets)']];
+export const FAMILIES = [['dbn', 'Deep belief net (RBMs)'], ['autoencoder', 'Sparse autoencoder'], ['sparse_coding', 'Sparse coding'], ['sequences', 'Sequences (recurrent nets)'], ['local_rbm', 'Local-patch RBM (large images)']];
 export const DEFAULT_FAMILY = 'dbn';
 
 // key: the hash key; field: the AutoencoderTrainer config field (src/web/autoencoder.rs).
@@ -204,6 +204,7 @@ export function mountAutoencoderSettings(form, app, { onChange }) {
     autoencoder: { text: 'Step', title: 'Train one iteration (pauses first).' },
     sparse_coding: { text: 'Step', title: 'Train one mini-batch: its codes, then the basis (pauses first).' },
     sequences: { text: 'Step', title: 'Train one chunk of steps (pauses first).' },
+    local_rbm: { text: 'Step', title: 'Train one epoch (pauses first).' },
   };
   function labelStep() {
     if (!stepButton) return;

@@ -6,6 +6,7 @@ import { PARAMS, GROUPS, PRESETS, DEFAULT_PRESET, paramByKey, presetValues, pars
 import { mountAutoencoderSettings } from './autoencoder.js';
 import { mountSparseCodingSettings } from './sparse_coding.js';
 import { mountSequenceSettings } from './sequences.js';
+import { mountLocalRbmSettings } from './local_rbm.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -163,13 +164,15 @@ export function mountModel(section, app) {
   const autoencoder = mountAutoencoderSettings(form, app, { onChange: () => refresh() });
   const sparseCoding = mountSparseCodingSettings(form, app, { onChange: () => refresh() });
   const sequences = mountSequenceSettings(form, app, { onChange: () => refresh() });
+  const localRbm = mountLocalRbmSettings(form, app, { onChange: () => refresh() });
   // The settings of the family shown when it is not the DBN.
-  const familyPanel = () => [autoencoder, sparseCoding, sequences].find((panel) => panel.active()) ?? null;
+  const familyPanel = () => [autoencoder, sparseCoding, sequences, localRbm].find((panel) => panel.active()) ?? null;
 
   function refresh() {
     autoencoder.update();
     sparseCoding.update();
     sequences.update();
+    localRbm.update();
     $('preset-tip').textContent = PRESETS[preset].tip;
     const interp = values.layer_mode === 'interp';
     controls.get('layers').label.hidden = interp;
@@ -239,7 +242,7 @@ export function mountModel(section, app) {
 
   // The network drawing's layer buttons: a layer opens the settings that shape it.
   app.on('open_layer', ({ kind, index }) => {
-    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind) || sequences.openLayer(kind)) return;
+    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind) || sequences.openLayer(kind) || localRbm.openLayer(kind)) return;
     if (kind === 'inputs') {
       reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
       return;
@@ -308,6 +311,7 @@ export function mountModel(section, app) {
       autoencoder.clearErrors();
       sparseCoding.clearErrors();
       sequences.clearErrors();
+      localRbm.clearErrors();
       for (const key of controls.keys()) showError(key, '');
     },
     // Sets the controls (and the hash) to `newValues`, e.g. a restored model's settings.

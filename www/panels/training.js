@@ -27,7 +27,7 @@ export function mountTraining(section, app, model) {
     buttons.stepBatch.disabled = !running || run?.stage === 'supervised' || run?.rbmDone;
     buttons.stepEpoch.disabled = buttons.stepBatch.disabled;
     buttons.cancel.disabled = !running;
-    buttons.reset.disabled = !ready || busy || (!app.model && !app.autoencoderModel && !app.sparseCodingModel && !app.sequenceModel && !running);
+    buttons.reset.disabled = !ready || busy || (!app.model && !app.autoencoderModel && !app.sparseCodingModel && !app.sequenceModel && !app.localRbmModel && !running);
   }
 
   async function command(cmd, errorTarget = $('train-error')) {
