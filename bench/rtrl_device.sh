@@ -18,7 +18,10 @@
 # Knobs (environment): SIZES (16,32,64,96,128), PRESET (elman|jordan|feedforward), SHORTCUT
 # (1; 0 runs full RTRL: --rtrl-no-shortcut / --no-shortcut), STEPS (20 per repeat), REPEATS (3),
 # GPU_TIMEOUT_S (200), CPU_TIMEOUT_S (200), NUMPY_TIMEOUT_S (170), TORCH_TIMEOUT_S (200),
-# TORCH (1; 0 skips it), CPU_THREADS (all; sets
+# TORCH (1; 0 skips it), ACCURACY (1: after the timings, `deepbelief rtrl --backend gpu` trains
+# the adder for ACC_STEPS (20000) online steps at ACC_RATE (0.01) per n of ACC_SIZES (SIZES)
+# and reports the held-out accuracy, whole sums and bits, in $OUT/rtrl_accuracy.jsonl;
+# ACC_TIMEOUT_S (300) for all of them), CPU_THREADS (all; sets
 # RAYON_NUM_THREADS and OMP/OPENBLAS threads), BIN (.sweep/bin/deepbelief). A smoke test where
 # there is no GPU: SIZES=2,4 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD> BIN=target/release/deepbelief.
 set -u
@@ -62,6 +65,21 @@ if [ "${TORCH:-1}" = 1 ] && [ "$PRESET" = elman ] && [ "$SHORTCUT" = 1 ]; then
   (cd bench && timeout "${TORCH_TIMEOUT_S:-200}" python3 rtrl_torch.py --sizes "$SIZES" --steps "$STEPS" --repeats "$REPEATS" ${TORCH_DEVICE:+--device "$TORCH_DEVICE"}) 2>>"$OUT/rtrl.log" >"$OUT/rtrl_torch.jsonl"
 fi
 
+if [ "${ACCURACY:-1}" = 1 ]; then
+  echo "== accuracy on the adder (GPU, ${ACC_STEPS:-20000} steps per n)" | tee -a "$OUT/rtrl.log" >&2
+  acc_flags=(--preset "$PRESET" --steps "${ACC_STEPS:-20000}" --rate "${ACC_RATE:-0.01}" --backend gpu --json)
+  if [ "$SHORTCUT" = 0 ]; then acc_flags+=(--no-shortcut); fi
+  : >"$OUT/rtrl_accuracy.jsonl"
+  deadline=$(( $(date +%s) + ${ACC_TIMEOUT_S:-300} ))
+  acc_sizes=${ACC_SIZES:-$SIZES}
+  for n in ${acc_sizes//,/ }; do
+    left=$(( deadline - $(date +%s) ))
+    [ "$left" -gt 0 ] || { echo "accuracy: out of time before n = $n" >>"$OUT/rtrl.log"; break; }
+    timeout "$left" "$BIN" rtrl --task add --bits "$n" "${acc_flags[@]}" --out "$OUT/rtrl_add$n" 2>>"$OUT/rtrl.log" | tail -n 1 | grep '^{' \
+      | python3 -c 'import json, sys; r = json.loads(sys.stdin.read()); r["bits"] = int(sys.argv[1]); print(json.dumps(r))' "$n" >>"$OUT/rtrl_accuracy.jsonl"
+  done
+fi
+
 python3 - "$OUT" <<'PY' | tee "$OUT/rtrl_summary.txt"
 import json, sys, os
 out = sys.argv[1]
@@ -85,4 +103,11 @@ for n in sorted(rows):
 gpu = next((r["gpu"]["backend"] for r in rows.values() if "gpu" in r), "no GPU rows")
 torch_device = next((r[k]["device"] for r in rows.values() for k in r if k.startswith("torch")), "no torch rows")
 print(f"device: {gpu}; torch on {torch_device}")
+path = os.path.join(out, "rtrl_accuracy.jsonl")
+accuracy = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+if accuracy:
+    print(f"{'n':>4} {'layers':>12} {'steps':>8} {'held-out accuracy':>18} {'bits':>8} {'mean E':>10} {'µs/step':>9}  (online RTRL on the GPU)")
+    for r in accuracy:
+        layers = "-".join(map(str, r["layers"]))
+        print(f"{r['bits']:>4} {layers:>12} {r['steps']:>8} {100 * r['accuracy']:>17.2f}% {100 * r['bit_accuracy']:>7.2f}% {r['mean_error']:>10.5f} {r['microseconds_per_step']:>9.1f}")
 PY
