@@ -65,6 +65,8 @@ pub struct GpuLocalTrainer {
     products: wgpu::Buffer,
     visible1: wgpu::Buffer,
     hidden1: wgpu::Buffer,
+    /// Each batch buffer's dispatches (pipeline, bind group, grid), made on its first batch.
+    batch_steps: std::collections::HashMap<wgpu::Buffer, Vec<(wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>>,
     /// Batches trained: the sampling stream's step (as the CPU trainer's).
     pub step: u64,
     pub epoch: usize,
@@ -197,6 +199,7 @@ impl GpuLocalTrainer {
             products: zeros_f32(ctx, "local_products", cases * largest * g.patch_inputs()),
             visible1: zeros_f32(ctx, "local_visible1", cases * g.n_visible()),
             hidden1: zeros_f32(ctx, "local_hidden1", cases * g.n_hidden()),
+            batch_steps: std::collections::HashMap::new(),
             pipelines,
             // Geometry and units only: the parameters live on the device.
             layer: LocalRbm { geometry: g, visible_units: layer.visible_units, weights: Vec::new(), hidden_bias: Vec::new(), visible_bias: Vec::new() },
@@ -248,6 +251,29 @@ impl GpuLocalTrainer {
             _pad: 0,
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        if !self.batch_steps.contains_key(batch) {
+            let steps = self.steps_for(ctx, batch);
+            self.batch_steps.insert(batch.clone(), steps);
+        }
+        let steps = &self.batch_steps[batch];
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        for (pipeline, bind_group, groups) in steps {
+            // One pass per dispatch: each reads what the previous one wrote.
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+        }
+        ctx.queue.submit([encoder.finish()]);
+        self.step += 1;
+    }
+
+    /// A CD-1 batch's dispatches on `batch`, in order: the bind groups depend only on the
+    /// buffers (the parameters of the step are in `params`), so they are made once per batch
+    /// buffer and kept (`batch_steps`).
+    fn steps_for(&self, ctx: &GpuContext, batch: &wgpu::Buffer) -> Vec<(wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> {
+        let g = self.layer.geometry;
+        let count = self.cases * g.n_hidden();
         let p = &self.pipelines;
         let cases = self.cases as u32;
         let (units, width) = (g.hidden_per_patch as u32, g.patch_inputs() as u32);
@@ -280,8 +306,7 @@ impl GpuLocalTrainer {
             self.bind(ctx, &p.hidden_bias_update, &[(1, &self.params), (2, &self.hidden_bias), (3, &self.hidden_velocity), (6, &self.hidden0), (7, &self.hidden1)]),
             ((g.hidden_bias_count() as u32).div_ceil(64), 1, 1),
         ));
-        Self::submit(ctx, &steps);
-        self.step += 1;
+        steps.into_iter().map(|(pipeline, bind, groups)| (pipeline.clone(), bind, groups)).collect()
     }
 
     /// The up pass `output = σ(c + up(input))`, one dispatch per bank group.
