@@ -25,7 +25,6 @@ pub mod chains;
 pub mod evaluate;
 pub mod layer;
 pub mod local_rbm;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod mlp;
 pub mod local_session;
 pub mod local_stack;

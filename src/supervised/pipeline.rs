@@ -94,6 +94,28 @@ fn method(config: &SupervisedConfig, stage: Stage, image_shape: Option<(usize, u
     }
 }
 
+/// The supervised net before its stage trains: `config`'s layers on `features` (the inputs up
+/// the RBM stack), annealed on a spread of the cases or started small and random, from
+/// `config.seed`. [`train_supervised`] starts here; so does the page's device path (issue 21),
+/// so that both train from the same weights.
+pub fn supervised_start(backend: &dyn Backend, features: Cases, config: &SupervisedConfig) -> (Network, Option<AnnealReport>) {
+    let mut sizes = vec![features.n_inputs];
+    sizes.extend(&config.hidden);
+    sizes.push(features.n_outputs);
+    let mut net = Network::zeros(&sizes, config.output);
+    let anneal_report = if config.anneal_iterations > 0 {
+        let picked = spread_cases(features.n_cases(), config.anneal_cases);
+        let (sub_inputs, sub_targets) = gather(&features, &picked);
+        let sub = Cases { inputs: &sub_inputs, targets: &sub_targets, ..features };
+        random_start(backend, &mut net, sub, config.allow_svd, config.seed);
+        Some(anneal(backend, &mut net, sub, config.weight_penalty, config.anneal_iterations, config.allow_svd, config.seed))
+    } else {
+        random_start(backend, &mut net, features, config.allow_svd, config.seed);
+        None
+    };
+    (net, anneal_report)
+}
+
 /// Runs the supervised stage and optional fine-tuning. `inputs` (`n_cases × n_visible`)
 /// are what the DBN's first layer sees; `targets` are `n_cases × n_outputs`; `image_shape`
 /// (rows, columns), where the inputs are images, lets SGD fine-tuning shift them.
@@ -156,23 +178,9 @@ pub fn train_supervised(
     let features = dbn.propagate_up(backend, stage_inputs, through);
     let held_features = stage_held.map(|(held_inputs, held_targets)| (dbn.propagate_up(backend, held_inputs, through), held_targets));
     let n_features = dbn.top().map_or(n_visible, |top| top.n_hidden);
-    let mut sizes = vec![n_features];
-    sizes.extend(&config.hidden);
-    sizes.push(n_outputs);
-    let mut net = Network::zeros(&sizes, config.output);
     let feature_cases = Cases { inputs: &features, targets: stage_targets, n_inputs: n_features, n_outputs };
     let held_out = held_features.as_ref().map(|(f, t)| HeldOut { cases: Cases { inputs: f, targets: t, n_inputs: n_features, n_outputs }, patience });
-
-    let anneal_report = if config.anneal_iterations > 0 {
-        let picked = spread_cases(feature_cases.n_cases(), config.anneal_cases);
-        let (sub_inputs, sub_targets) = gather(&feature_cases, &picked);
-        let sub = Cases { inputs: &sub_inputs, targets: &sub_targets, ..feature_cases };
-        random_start(backend, &mut net, sub, config.allow_svd, config.seed);
-        Some(anneal(backend, &mut net, sub, config.weight_penalty, config.anneal_iterations, config.allow_svd, config.seed))
-    } else {
-        random_start(backend, &mut net, feature_cases, config.allow_svd, config.seed);
-        None
-    };
+    let (mut net, anneal_report) = supervised_start(backend, feature_cases, config);
 
     let mut report = |iteration: usize, value: f64| on_iteration(Stage::Supervised, iteration, value);
     let supervised = optimise(backend, &mut net, feature_cases, config.weight_penalty, method(config, Stage::Supervised, image_shape), held_out, "the supervised stage", &mut report)?;

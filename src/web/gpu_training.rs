@@ -29,6 +29,8 @@ pub(super) struct RunDevice {
     pub epochs_done: u32,
     /// Testing hook: the device is destroyed after this many device epochs (0: never).
     pub lose_after: u32,
+    /// The supervised stage trained on the device, until the page keeps it (`mlp_device.rs`).
+    pub supervised: Option<super::mlp_device::DeviceStage>,
 }
 
 impl EngineState {

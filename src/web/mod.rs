@@ -22,6 +22,7 @@ mod data;
 mod files;
 mod gpu_training;
 mod local_rbm;
+mod mlp_device;
 mod recurrent;
 mod sparse_coding;
 mod supervised;

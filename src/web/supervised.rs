@@ -7,16 +7,26 @@ use super::{js_error, to_js, Playground};
 use crate::backend::cpu::CpuBackend;
 use crate::model::Dbn;
 use crate::supervised::confusion::predictions;
-use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for, training_targets, Evaluation};
-use crate::supervised::{train_supervised, SavedSupervised, Stage, SupervisedOutcome};
+use crate::supervised::evaluation::{dataset_inputs, evaluate_layers, targets_for, training_targets, Evaluation, TargetSet};
+use crate::supervised::{train_supervised, Network, SavedSupervised, Stage, SupervisedConfig, SupervisedOutcome};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 #[derive(Serialize)]
-struct Progress {
-    stage: Stage,
-    iteration: usize,
-    criterion: f64,
+pub(super) struct Progress {
+    pub stage: Stage,
+    pub iteration: usize,
+    pub criterion: f64,
+}
+
+/// What the supervised stage trains from: its settings, the model below it (no RBM layers for
+/// a plain MLP), the training cases' inputs and targets.
+pub(super) struct SupervisedInputs {
+    pub config: SupervisedConfig,
+    pub dbn: Dbn,
+    pub inputs: Vec<f32>,
+    pub targets: TargetSet,
+    pub image_shape: Option<(usize, usize)>,
 }
 
 #[derive(Serialize)]
@@ -63,15 +73,7 @@ impl Playground {
     /// cases. Blocking; `on_progress({stage, iteration, criterion})` is called each iteration,
     /// and a stage stops when `cancel[0] != 0`. On error nothing changes.
     pub fn train_supervised(&mut self, on_progress: &js_sys::Function, cancel: Option<js_sys::Int32Array>) -> Result<JsValue, JsError> {
-        let config = self.config.as_ref().and_then(|c| c.supervised.clone()).ok_or_else(|| JsError::new("this run has no supervised stage: add supervised layers and press Train"))?;
-        let mut dbn = match self.stack.borrow().as_ref() {
-            None => return Err(JsError::new("press Train first: no model is being trained")),
-            Some(stack) if !stack.finished() => return Err(JsError::new("the RBM layers are still training: the supervised stage comes after them")),
-            Some(stack) => stack.greedy().dbn.clone(),
-        };
-        let data = self.training_data.as_ref().ok_or_else(|| JsError::new("this model was loaded, not trained here: press Train to start a run"))?;
-        let targets = training_targets(data).ok_or_else(|| JsError::new(&format!("{}: the data have no labels or target variables to learn", data.name)))?;
-        let inputs = dataset_inputs(data);
+        let SupervisedInputs { config, mut dbn, inputs, targets, image_shape } = self.supervised_inputs()?;
         let mut stopped = false;
         let mut report = |stage: Stage, iteration: usize, criterion: f64| {
             if let Ok(progress) = to_js(&Progress { stage, iteration, criterion }) {
@@ -84,35 +86,8 @@ impl Playground {
         };
         let n_outputs = targets.names.len();
         let (network, outcome) =
-            on_cpu_threads(self.cpu_threads, || train_supervised(&CpuBackend, &mut dbn, &inputs, &targets.values, n_outputs, &config, data.image_shape, &mut report)).map_err(js_error)?;
-        let mut saved = SavedSupervised {
-            network,
-            fine_tuned: config.fine_tune,
-            config,
-            target_source: targets.source,
-            target_names: targets.names.clone(),
-            train_criterion: 0.0,
-            train_error: None,
-        };
-        let train = on_cpu_threads(self.cpu_threads, || evaluate_layers(&CpuBackend, &dbn, &saved, &inputs, &targets.values));
-        saved.train_criterion = train.criterion;
-        saved.train_error = train.confusion.as_ref().map(|c| c.error_fraction());
-        let fine_tuned = saved.fine_tuned;
-        self.supervised = Some(saved.clone());
-        // The views show the model as it now is: fine-tuning changed the RBM weights.
-        self.stack.borrow_mut().as_mut().expect("checked above").greedy_mut().dbn = dbn;
-        if fine_tuned {
-            self.drop_chains();
-        }
-        let classification = self.classify().ok().map(|c| c.summary());
-        to_js(&SupervisedSummary {
-            stopped,
-            target_names: saved.target_names,
-            train_criterion: saved.train_criterion,
-            train_error: saved.train_error,
-            outcome,
-            classification,
-        })
+            on_cpu_threads(self.cpu_threads, || train_supervised(&CpuBackend, &mut dbn, &inputs, &targets.values, n_outputs, &config, image_shape, &mut report)).map_err(js_error)?;
+        self.keep_supervised(dbn, network, outcome, config, targets, &inputs, stopped)
     }
 
     /// The supervised model's figures on the held-out cases (on the training cases when none
@@ -139,6 +114,54 @@ impl Playground {
 }
 
 impl Playground {
+    /// The supervised stage's configuration, the model below it, and its training cases.
+    pub(super) fn supervised_inputs(&self) -> Result<SupervisedInputs, JsError> {
+        let config = self.config.as_ref().and_then(|c| c.supervised.clone()).ok_or_else(|| JsError::new("this run has no supervised stage: add supervised layers and press Train"))?;
+        let dbn = match self.stack.borrow().as_ref() {
+            None => return Err(JsError::new("press Train first: no model is being trained")),
+            Some(stack) if !stack.finished() => return Err(JsError::new("the RBM layers are still training: the supervised stage comes after them")),
+            Some(stack) => stack.greedy().dbn.clone(),
+        };
+        let data = self.training_data.as_ref().ok_or_else(|| JsError::new("this model was loaded, not trained here: press Train to start a run"))?;
+        let targets = training_targets(data).ok_or_else(|| JsError::new(&format!("{}: the data have no labels or target variables to learn", data.name)))?;
+        Ok(SupervisedInputs { config, dbn, inputs: dataset_inputs(data), targets, image_shape: data.image_shape })
+    }
+
+    /// Keeps a trained supervised stage (on the CPU or the device): its figures on the training
+    /// cases, the model (fine-tuned RBM weights included) for the views, and the summary for the
+    /// page.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn keep_supervised(&mut self, dbn: Dbn, network: Network, outcome: SupervisedOutcome, config: SupervisedConfig, targets: TargetSet, inputs: &[f32], stopped: bool) -> Result<JsValue, JsError> {
+        let mut saved = SavedSupervised {
+            network,
+            fine_tuned: config.fine_tune,
+            config,
+            target_source: targets.source,
+            target_names: targets.names.clone(),
+            train_criterion: 0.0,
+            train_error: None,
+        };
+        let train = on_cpu_threads(self.cpu_threads, || evaluate_layers(&CpuBackend, &dbn, &saved, inputs, &targets.values));
+        saved.train_criterion = train.criterion;
+        saved.train_error = train.confusion.as_ref().map(|c| c.error_fraction());
+        let fine_tuned = saved.fine_tuned;
+        self.supervised = Some(saved.clone());
+        // The views show the model as it now is: fine-tuning changed the RBM weights.
+        self.stack.borrow_mut().as_mut().ok_or_else(|| JsError::new("the run was replaced while its supervised stage trained"))?.greedy_mut().dbn = dbn;
+        if fine_tuned {
+            self.drop_chains();
+        }
+        let classification = self.classify().ok().map(|c| c.summary());
+        to_js(&SupervisedSummary {
+            stopped,
+            target_names: saved.target_names,
+            train_criterion: saved.train_criterion,
+            train_error: saved.train_error,
+            outcome,
+            classification,
+        })
+    }
+
     /// The run is a plain MLP: zero RBM layers, the supervised stage alone.
     pub(super) fn is_plain_mlp(&self) -> bool {
         self.stack.borrow().as_ref().is_some_and(|stack| stack.greedy().config.is_plain_mlp())

@@ -167,7 +167,7 @@ impl Playground {
     }
 
     /// The CPU threads the run trains on, as the `backend` event reports them.
-    fn cpu_thread_count(&self) -> usize {
+    pub(super) fn cpu_thread_count(&self) -> usize {
         // A thread that has become a one-thread pool reports 1 here.
         if self.cpu_threads == 1 { 1 } else { rayon::current_num_threads() }
     }

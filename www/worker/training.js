@@ -11,7 +11,7 @@ function adapterName(info) {
 }
 
 // The training run: RBM layers unit by unit (yielding between units so pause, step and
-// cancel interleave), then the blocking supervised stage.
+// cancel interleave), then the supervised stage (blocking on the CPU; on the device a promise).
 export function createTrainingRun(env) {
   let run = null;
   let wake = null;
@@ -78,10 +78,30 @@ export function createTrainingRun(env) {
     }
   }
 
-  function runSupervised() {
+  // The supervised stage on the device (Toman's adaptive rule when the run trains on WebGPU):
+  // a promise, so the worker hears Cancel between submissions; each submission's epochs are
+  // posted as they come back. A device that refuses or is lost hands the rest to the CPU
+  // inside the engine, and its notice is posted.
+  async function runSupervisedOnDevice() {
+    env.post('model', { summary: env.modelSummary() });
+    env.post('busy', { message: 'Compiling the WebGPU kernels… (the first epochs on the GPU wait for them)' });
+    const done = await playground().train_supervised_device((progress) => {
+      env.post('supervised_progress', progress);
+      return !run.stopRequested;
+    });
+    done.post.forEach(postEvent);
+    const summary = playground().finish_supervised_device();
+    env.post('supervised_done', { summary });
+    if (summary?.stopped) run.stopRequested = true;
+  }
+
+  async function runSupervised() {
     if (!playground().supervised_pending?.()) return;
     run.stage = 'supervised';
     postState();
+    const place = playground().supervised_place?.();
+    if (place?.device) return runSupervisedOnDevice();
+    if (place?.notice) env.post('notice', { message: place.notice });
     // Without isolation, cancelling the blocking stage restarts the worker: the page keeps this
     // copy of the RBM stack to give the new engine (with isolation the shared flag stops it).
     let checkpoint;
@@ -106,7 +126,7 @@ export function createTrainingRun(env) {
         await yieldToEvents();
       }
       if (run.stopRequested) closeCurrentLayer();
-      else runSupervised();
+      else await runSupervised();
     } catch (error) {
       env.post('notice', { message: `Training stopped: ${message(error)}` });
       run.failed = message(error);
