@@ -21,7 +21,12 @@
 # VARIANTS (eager,graph), CPU (1: also ours on the CPU; 0: not), GPU_TIMEOUT_S (200),
 # CPU_TIMEOUT_S (200), TORCH_TIMEOUT_S (200), BIN (.sweep/bin/deepbelief), PROFILE (1: also
 # `deepbelief mlp --backend gpu --profile`: each dispatch's µs in an epoch and the one-pass
-# epoch, appended to $OUT/toman_profile.txt; 0: not). A smoke test where
+# epoch, appended to $OUT/toman_profile.txt; 0: not), PROFILE_SETTINGS (with PROFILE=1: a
+# space-separated list of settings, one profile each; a setting is "default" or
+# comma-separated key=value of forward=small|medium|wide|large|auto
+# (DEEPBELIEF_MLP_FORWARD_TILING), splits=N|auto (DEEPBELIEF_MLP_GRADIENT_SPLITS),
+# kernels=fold|gemm (DEEPBELIEF_MLP_KERNELS); e.g. "default forward=auto kernels=gemm
+# forward=medium,splits=8"; default "default"). A smoke test where
 # there is no GPU: EPOCHS=3 LIMIT=200 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD>
 # BIN=target/release/deepbelief bash bench/toman_device.sh.
 set -u
@@ -65,10 +70,24 @@ ours() { # backend, timeout
 }
 ours gpu "${GPU_TIMEOUT_S:-200}"
 if [ "${PROFILE:-0}" = 1 ]; then
-  echo "== ours, gpu profile" | tee -a "$OUT/toman.log" >&2
-  { echo "== $(date -u +%FT%TZ) $("$BIN" --version)"
-    timeout "${GPU_TIMEOUT_S:-200}" "$BIN" mlp "${data[@]}" --weights "$OUT/start/mlp.json" --up "$UP" --down "$DOWN" \
-      --backend gpu --profile --out "$OUT/profile" 2>>"$OUT/toman.log"; } | tee -a "$OUT/toman_profile.txt" >&2
+  for setting in ${PROFILE_SETTINGS:-default}; do
+    knobs=()
+    if [ "$setting" != default ]; then
+      IFS=, read -r -a pairs <<<"$setting"
+      for pair in "${pairs[@]}"; do
+        case "${pair%%=*}" in
+          forward) knobs+=("DEEPBELIEF_MLP_FORWARD_TILING=${pair#*=}") ;;
+          splits) knobs+=("DEEPBELIEF_MLP_GRADIENT_SPLITS=${pair#*=}") ;;
+          kernels) knobs+=("DEEPBELIEF_MLP_KERNELS=${pair#*=}") ;;
+          *) echo "toman_device.sh: PROFILE_SETTINGS: $pair: expected forward=, splits= or kernels=" >&2; exit 2 ;;
+        esac
+      done
+    fi
+    echo "== ours, gpu profile, setting $setting" | tee -a "$OUT/toman.log" >&2
+    { echo "== $(date -u +%FT%TZ) $("$BIN" --version) setting: $setting ${knobs[*]}"
+      env "${knobs[@]}" timeout "${GPU_TIMEOUT_S:-200}" "$BIN" mlp "${data[@]}" --weights "$OUT/start/mlp.json" --up "$UP" --down "$DOWN" \
+        --backend gpu --profile --out "$OUT/profile" 2>>"$OUT/toman.log"; } | tee -a "$OUT/toman_profile.txt" >&2
+  done
 fi
 [ "${CPU:-1}" = 1 ] && ours cpu "${CPU_TIMEOUT_S:-200}"
 echo "== PyTorch ($VARIANTS)" | tee -a "$OUT/toman.log" >&2

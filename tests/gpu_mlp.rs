@@ -11,7 +11,9 @@
 //!   weights;
 //! - FANN's derivative clip the same on both;
 //! - a net with a hidden layer wider than the narrow kernel takes (the general path) too;
-//! - Toman's shape records 10 dispatches an epoch.
+//! - three narrow layers over several of the narrow kernel's workgroups (the last one part
+//!   full): their gradients folded into it (per-workgroup partials summed by `step`);
+//! - Toman's shape records 6 dispatches an epoch.
 //!
 //! The tolerances: the device sums the error in f32 (the CPU in f64: ~1e-6 relative over a few
 //! hundred terms) and keeps its rates and memories in f32 (the CPU in f64), so the weights part
@@ -175,17 +177,30 @@ fn wide_net_takes_the_general_path_and_matches() {
     assert!(max_weight_difference(&runs) <= 1e-4);
 }
 
-/// Toman's shape on 10,000 cases records 10 dispatches an epoch (the first layer's GEMM, the
-/// narrow kernel, three split-k gradient products with their sums, decide, step; 22 before).
+/// Three narrow layers after the first, 200 cases: four workgroups of the narrow kernel, the
+/// last with 8 cases; the narrow layers' gradients come from its per-workgroup partials.
 #[test]
-fn toman_shape_records_ten_dispatches_an_epoch() {
+fn narrow_layers_gradients_folded_over_several_workgroups_match() {
+    let Some(ctx) = context() else { return };
+    let rules = StepRuleSettings { up: 1.3, down: 0.7, ..StepRuleSettings::default() };
+    let runs = both(&ctx, &[12, 9, 7, 5], 200, rules, 40, 24);
+    assert_epochs_match(&runs, 2e-5);
+    assert!(max_weight_difference(&runs) <= 1e-4);
+}
+
+/// Toman's shape on 10,000 cases records 6 dispatches an epoch (the first layer's GEMM, the
+/// narrow kernel with the narrow layers' gradient partials, the first layer's split-k
+/// gradient product and its sum, decide, step; 10 with the narrow gradients as products
+/// (DEEPBELIEF_MLP_KERNELS=gemm), 22 before the narrow kernel).
+#[test]
+fn toman_shape_records_six_dispatches_an_epoch() {
     let Some(ctx) = context() else { return };
     let sizes = [784, 25, 15, 10];
     let net = Network::zeros(&sizes, OutputKind::Logistic);
     let (inputs, targets) = (vec![0.5f32; 10_000 * 784], vec![0.0f32; 10_000 * 10]);
     let kernels = MlpKernels::new(&ctx);
     let device = DeviceMlp::new(&ctx, &kernels, &net, &inputs, &targets, &StepRuleSettings::default()).expect("the device net");
-    assert_eq!(device.dispatches_per_epoch(), 10);
+    assert_eq!(device.dispatches_per_epoch(), 6);
     let wide = Network::zeros(&[784, 70, 10], OutputKind::Logistic);
     let device = DeviceMlp::new(&ctx, &kernels, &wide, &inputs, &targets, &StepRuleSettings::default()).expect("the wide net");
     assert!(device.dispatches_per_epoch() > 10, "the general path: {}", device.dispatches_per_epoch());

@@ -156,8 +156,8 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         ),
         (("lbfgs", "op"), rust_layout!(lbfgs::Op { n, span, groups, flags, c_slot, c_minus_slot, scale_slot, dot_slot, bad_slot, l1_slot, max_slot, _pad })),
         (("mlp_adaptive", "dp"), rust_layout!(mlp::DeltaParams { n, span, clip, _pad })),
-        (("mlp_adaptive", "rp"), rust_layout!(mlp::RuleParams { n, span, groups, robust, count, target_error, up, down, max_step, momentum, growth, robust_factor })),
-        (("mlp_adaptive", "np"), rust_layout!(mlp::NarrowParams { rows, layers, clip, stride })),
+        (("mlp_adaptive", "rp"), rust_layout!(mlp::RuleParams { n, span, groups, robust, count, target_error, up, down, max_step, momentum, growth, robust_factor, row, fold_at, fold_len, fold_scale })),
+        (("mlp_adaptive", "np"), rust_layout!(mlp::NarrowParams { rows, layers, clip, stride, row, fold_from, fold, _pad })),
         (
             ("sparse_coding_codes", "params"),
             rust_layout!(sparse_coding::CodeParams { rows, n_bases, n_inputs, slots, c_offset, g_offset, qd_offset, max_iterations, beta, tolerance, warm, _pad }),

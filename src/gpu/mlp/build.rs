@@ -5,7 +5,7 @@
 use super::{gradient_splits, DeltaParams, Dispatch, MlpKernels, MlpLayout, NarrowLayer, NarrowParams, Step, NARROW_WG, SPAN};
 use crate::backend::Activation;
 use crate::gpu::buffers;
-use crate::gpu::gemm::{GemmOp, MatRef, VecRef};
+use crate::gpu::gemm::{GemmOp, MatRef, Tiling, VecRef};
 use crate::gpu::reduce::split;
 use crate::gpu::{GpuContext, GpuError};
 use crate::supervised::Network;
@@ -49,15 +49,20 @@ pub(super) struct Shared<'a> {
     pub targets: &'a wgpu::Buffer,
     pub weights: &'a wgpu::Buffer,
     pub gradient: &'a wgpu::Buffer,
+    pub knobs: super::knobs::Knobs,
 }
 
 /// An epoch's steps up to the error partials and the gradient, and the measurement's.
 pub(super) struct Parts {
     pub epoch: Vec<Step>,
     pub measure: Vec<Step>,
-    /// The error partials (vec2 per workgroup) and how many.
+    /// The partials (a row of `row` values per workgroup: the error pair, then the folded
+    /// gradient's) and how many rows.
     pub partials: wgpu::Buffer,
     pub groups: u32,
+    pub row: u32,
+    /// The gradient's elements `step` sums from the partials (empty: all from the products).
+    pub fold: std::ops::Range<usize>,
 }
 
 fn product(ctx: &GpuContext, kernels: &MlpKernels, label: String, op: GemmOp) -> Result<Step, GpuError> {
@@ -70,7 +75,9 @@ impl Shared<'_> {
         let (ni, no, w, b) = self.layout.layers[0];
         let mut op = GemmOp::new(self.rows as u32, ni as u32, no as u32, input.buffer, self.weights, out.buffer).with_a(input).with_b(MatRef::at(self.weights, w as u64, no as u32)).with_c(out).activation(Activation::Sigmoid);
         op.bias = Some(VecRef { buffer: self.weights, offset: b as u64 });
-        product(self.ctx, self.kernels, format!("forward 1: {}×{}×{} GEMM + bias + sigmoid", self.rows, ni, no), op)
+        op.tiling = self.knobs.forward_tiling;
+        let tiling = op.tiling.map_or_else(|| format!("auto ({:?})", Tiling::auto(op.m, op.n)), |t| format!("{t:?}")).to_lowercase();
+        product(self.ctx, self.kernels, format!("forward 1: {}×{}×{} GEMM + bias + sigmoid, {tiling} tiles", self.rows, ni, no), op)
     }
 
     /// The narrow path: the inputs with a ones column, every layer's activations (with their
@@ -104,8 +111,11 @@ impl Shared<'_> {
             .collect();
         let shape = buffers::upload(ctx, "mlp_shapes", &shapes);
         let groups = rows.div_ceil(NARROW_WG).clamp(1, 4096) as u32;
-        let partials = buffers::zeros_f32(ctx, "mlp_partials", 2 * groups as usize);
-        let params = NarrowParams { rows: rows as u32, layers: shapes.len() as u32, clip: self.clip, stride: groups * NARROW_WG as u32 };
+        // Folded: the gradient from the second layer's block to the end, per workgroup.
+        let fold = if self.knobs.fold && self.layout.layers.len() > 1 { self.layout.layers[1].2..self.layout.len } else { 0..0 };
+        let row = 2 + fold.len();
+        let partials = buffers::zeros_f32(ctx, "mlp_partials", row * groups as usize);
+        let params = NarrowParams { rows: rows as u32, layers: shapes.len() as u32, clip: self.clip, stride: groups * NARROW_WG as u32, row: row as u32, fold_from: fold.start as u32, fold: u32::from(!fold.is_empty()), _pad: 0 };
         let params = buffers::uniform_bytes(ctx, "mlp_narrow_params", bytemuck::bytes_of(&params));
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("mlp_narrow"),
@@ -121,15 +131,19 @@ impl Shared<'_> {
             ],
         });
         let sizes: Vec<String> = net.sizes()[1..].iter().map(usize::to_string).collect();
-        let narrow = || Step { label: format!("narrow: layers {} forward, output delta, deltas", sizes.join("→")), dispatch: Dispatch::Kernel { pipeline: self.kernels.narrow.clone(), bind_group: bind_group.clone(), groups } };
+        let folded = if fold.is_empty() { "" } else { ", their gradients' partials" };
+        let narrow = || Step { label: format!("narrow: layers {} forward, output delta, deltas{folded}", sizes.join("→")), dispatch: Dispatch::Kernel { pipeline: self.kernels.narrow.clone(), bind_group: bind_group.clone(), groups } };
         let (act0, ld0) = (blocks.layers[0].0, blocks.layers[0].1);
         let forward = || self.first_forward(MatRef::at(&data, 0, ld_in as u32), MatRef::at(&activations, act0 as u64, ld0 as u32));
         let mut epoch = vec![forward()?, narrow()];
         let inv_rows = 1.0 / rows as f32;
         for (k, &(ni, no, w, _)) in self.layout.layers.iter().enumerate().rev() {
+            if fold.contains(&w) {
+                continue;
+            }
             let input = if k == 0 { MatRef::at(&data, 0, ld_in as u32) } else { MatRef::at(&activations, blocks.layers[k - 1].0 as u64, blocks.layers[k - 1].1 as u32) };
             let (delta_at, delta_ld) = (blocks.layers[k].2, blocks.layers[k].3);
-            let splits = gradient_splits(ctx, ni + 1, no, rows);
+            let splits = gradient_splits(ctx, ni + 1, no, rows, self.knobs.gradient_splits);
             let op = GemmOp::new((ni + 1) as u32, rows as u32, no as u32, input.buffer, &deltas, self.gradient)
                 .transpose_a()
                 .with_a(input)
@@ -141,7 +155,7 @@ impl Shared<'_> {
         }
         let measure = vec![forward()?, narrow()];
         kept.extend([data, activations, deltas, shape, params]);
-        Ok(Parts { epoch, measure, partials, groups })
+        Ok(Parts { epoch, measure, partials, groups, row: row as u32, fold })
     }
 
     /// The general path: per layer a forward GEMM; `output_delta`; per layer the weight and
@@ -205,6 +219,6 @@ impl Shared<'_> {
         kept.extend([data, ones]);
         kept.extend(activations);
         kept.extend(deltas);
-        Ok(Parts { epoch, measure, partials, groups })
+        Ok(Parts { epoch, measure, partials, groups, row: 2, fold: 0..0 })
     }
 }

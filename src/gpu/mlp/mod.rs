@@ -12,14 +12,16 @@
 //!
 //! | step | how | dispatches |
 //! | --- | --- | --- |
-//! | `a_1 = σ(x·W_1 + b_1)` | GEMM, bias + sigmoid epilogue | 1 |
-//! | the narrow layers' forward, `δ_L = (o − t)·o(1 − o)`, partial Σ(o − t)², every `δ_k` | `narrow` | 1 |
-//! | `∇[W_k; b_k] = [a_{k−1} 1]ᵀ·δ_k / N` per layer | GEMM, split k (+ its sum) | 2 per layer |
+//! | `a_1 = σ(x·W_1 + b_1)` | GEMM (Small tiles), bias + sigmoid epilogue | 1 |
+//! | the narrow layers' forward, `δ_L = (o − t)·o(1 − o)`, partial Σ(o − t)², every `δ_k`, the narrow layers' gradient partials per workgroup | `narrow` | 1 |
+//! | `∇[W_1; b_1] = [x 1]ᵀ·δ_1 / N` | GEMM, split k (+ its sum) | 2 |
 //! | error RMS/2, robust training's decision, the epoch's scalars appended to the history | `decide` | 1 |
-//! | the rule: rates, momentum, step, or the rollback | `step` | 1 |
+//! | the rule: rates, momentum, step, or the rollback (the narrow layers' gradient: Σ of the partials) | `step` | 1 |
 //!
-//! Toman's net: 10 dispatches an epoch (22 before the narrow kernel and the folded bias
-//! gradients). Wider nets take the general path: per layer a forward GEMM, `output_delta`,
+//! Toman's net: 6 dispatches an epoch (10 with `DEEPBELIEF_MLP_KERNELS=gemm`: the narrow
+//! layers' gradients as split-k products; 22 before the narrow kernel and the folded bias
+//! gradients). The A/B knobs: `knobs.rs`. Wider nets take the general path: per layer a
+//! forward GEMM, `output_delta`,
 //! per layer the gradient product, the bias gradient (a product with a ones vector) and the
 //! backward product with `hidden_delta`.
 //!
@@ -40,6 +42,7 @@ use crate::supervised::full_batch::StepNote;
 use crate::supervised::{Network, OutputKind, StepRuleSettings};
 
 mod build;
+mod knobs;
 mod profile;
 use build::{NarrowBlocks, Shared};
 pub use profile::{MlpDispatchTime, MlpProfile};
@@ -51,6 +54,9 @@ const SHADER: &str = include_str!("../../../shaders/mlp_adaptive.wgsl");
 const BLOCK_ALIGN: usize = 64;
 /// Elements per workgroup of the elementwise passes, while that makes at most 4096 groups.
 const SPAN: usize = 2048;
+/// Weights per workgroup of `step` (one an invocation: the folded gradient's elements each
+/// sum a partial per `narrow` workgroup).
+const STEP_SPAN: usize = 256;
 /// Scalars per epoch read back: mlp_adaptive.wgsl's slots ERROR … MEASURED and one spare.
 const SCALARS: usize = 8;
 /// Epochs one submission records at most.
@@ -97,6 +103,10 @@ pub struct RuleParams {
     pub momentum: f32,
     pub growth: f32,
     pub robust_factor: f32,
+    pub row: u32,
+    pub fold_at: u32,
+    pub fold_len: u32,
+    pub fold_scale: f32,
 }
 
 /// `struct NarrowParams` of mlp_adaptive.wgsl.
@@ -108,6 +118,10 @@ pub struct NarrowParams {
     pub layers: u32,
     pub clip: u32,
     pub stride: u32,
+    pub row: u32,
+    pub fold_from: u32,
+    pub fold: u32,
+    pub _pad: u32,
 }
 
 /// `struct NarrowLayer` of mlp_adaptive.wgsl (a storage array of them): offsets in elements.
@@ -269,9 +283,9 @@ struct Step {
 /// Split k for a gradient product `m × n` with k = `rows`: enough splits for a wave of
 /// workgroups ([`gemm::WAVE`](super::gemm::WAVE)), each at least 128 deep, their partial sums
 /// within a storage binding.
-fn gradient_splits(ctx: &GpuContext, m: usize, n: usize, rows: usize) -> u32 {
+fn gradient_splits(ctx: &GpuContext, m: usize, n: usize, rows: usize, forced: Option<u32>) -> u32 {
     let tiles = super::gemm::Tiling::auto(m as u32, n as u32).tiles(m as u32, n as u32).max(1);
-    let mut splits = super::gemm::WAVE.div_ceil(tiles).min((rows / 128) as u32).max(1);
+    let mut splits = forced.unwrap_or_else(|| super::gemm::WAVE.div_ceil(tiles).min((rows / 128) as u32)).clamp(1, rows.max(1) as u32);
     let binding = u64::from(ctx.device.limits().max_storage_buffer_binding_size);
     while splits > 1 && u64::from(splits) * (m * n * 4) as u64 > binding {
         splits -= 1;
@@ -339,11 +353,12 @@ impl DeviceMlp {
         let scalars = buffers::upload(ctx, "mlp_scalars", &initial);
         let history = buffers::zeros_f32(ctx, "mlp_history", SCALARS * MAX_EPOCHS_PER_SUBMISSION);
         let staging = device.create_buffer(&wgpu::BufferDescriptor { label: Some("mlp_read"), size: (4 * SCALARS * MAX_EPOCHS_PER_SUBMISSION) as u64, usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST, mapped_at_creation: false });
-        let shared = Shared { ctx, kernels, layout: &layout, rows, clip: u32::from(rules.fann_derivative_clip), targets: &target_buffer, weights: &weights, gradient: &gradient };
+        let knobs = knobs::Knobs::from_env()?;
+        let shared = Shared { ctx, kernels, layout: &layout, rows, clip: u32::from(rules.fann_derivative_clip), targets: &target_buffer, weights: &weights, gradient: &gradient, knobs };
         let mut kept = vec![target_buffer.clone(), memory.clone(), gradient.clone()];
         let parts = if narrow { shared.narrow(net, inputs, &blocks, &mut kept)? } else { shared.general(net, inputs, &mut kept)? };
 
-        let (rule_groups, rule_span) = split(layout.len, SPAN);
+        let (rule_groups, rule_span) = split(layout.len, STEP_SPAN);
         let rule_params = RuleParams {
             n: layout.len as u32,
             span: rule_span,
@@ -357,6 +372,10 @@ impl DeviceMlp {
             momentum: rules.momentum as f32,
             growth: rules.max_error_growth as f32,
             robust_factor: rules.robust_factor as f32,
+            row: parts.row,
+            fold_at: parts.fold.start as u32,
+            fold_len: parts.fold.len() as u32,
+            fold_scale: 1.0 / rows as f32,
         };
         let rule_uniform = buffers::uniform_bytes(ctx, "mlp_rule_params", bytemuck::bytes_of(&rule_params));
         let rule_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
