@@ -1,37 +1,46 @@
 //! Moore's whole RTRL step resident on the device (issue 20): the weights, both frames, the
 //! sensitivity tensors and the gradient live there; a step uploads nothing but its example and
 //! reads back nothing but `E` and the output. Several steps whose examples are known ahead are
-//! recorded into one submission ([`DeviceRtrl::train_steps`]), with one read-back of every
-//! step's `E` and output, since at small n a submission and a map cost more than the step.
+//! recorded into one submission ([`DeviceRtrl::train_steps`]) and one compute pass, with one
+//! upload of all their examples and one read-back of every step's `E` and output, since at
+//! small n a submission and a map cost more than the step.
 //!
 //! Per step, in Moore's order (`recurrent::rtrl::Rtrl::train_step` is the CPU reference;
-//! tests/gpu_rtrl.rs compares them over many steps):
-//! 1. the frame becomes the previous one (a copy, `O(n)`), the example is copied in;
-//! 2. `forward` (rtrl_step.wgsl) per layer, `output_error` (`∂E/∂y`, `E`);
+//! tests/gpu_rtrl.rs compares them over many steps), all dispatches, no copies:
+//! 1. `forward` (rtrl_step.wgsl) per layer, reading the input from the step's slot of the
+//!    examples buffer, then `output_delta` (`∂E/∂y`, `E`, `δ^y`, and `E` and `y` into the
+//!    step's slot of the results);
+//! 2. where the output's tensor is folded, `fold` rows `δ^yᵀ w^{y,k}` (gpu::gemm, one row);
 //! 3. per tensor block and dependent layer, in increasing layer order and per column chunk:
 //!    the products `w^{i,k} ξ^{·,k}` (gpu::gemm, reading the weights in place in the flat
-//!    parameter buffer) and rtrl_sensitivity.wgsl (k = 0) for the Kronecker term and σ';
-//!    then `∂E/∂y · ξ^{·,y}` into the flat gradient; where the output feeds no later step its
-//!    tensor is not formed: the gradient is `(δ^yᵀ w^{y,k}) · ξ^{·,k}` (the same sum, a row
-//!    times the tensor instead of a matrix times it);
-//! 4. the shortcut: `backprop` per shortcut layer from the output down, `shortcut_gradient`
-//!    per shortcut block;
-//! 5. `euler`: `θ ← θ − rate · ∂E/∂θ`.
+//!    parameter buffer) and rtrl_sensitivity.wgsl (k = 0) for the Kronecker term and σ'
+//!    (reading σ' and the block's source in place in the frames); then `∂E/∂y · ξ^{·,y}` into
+//!    the flat gradient; where the output feeds no later step its tensor is not formed: the
+//!    gradient is `(δ^yᵀ w^{y,k}) · ξ^{·,k}` (`fold`: a row times the tensor);
+//! 4. the shortcut: `backprop` per shortcut layer below the output, from the output down;
+//! 5. `gradient_euler`: the shortcut blocks' `δ^m ⊗ a^n` and `θ ← θ − rate · ∂E/∂θ` in one.
 //!
-//! Current and previous tensors alternate between two buffer sets by the step's parity, so the
-//! dispatches of both parities are prepared once (pipelines, uniforms, bind groups, GEMM calls)
-//! and replayed. `P` is cut into column chunks whose tensors fit the storage binding size
-//! (WebGPU's default 128 MiB, or `binding_bytes` for tests), as in `gpu::recurrent`.
+//! The frames and the tensors alternate between two buffer sets by the step's parity (this
+//! step's and the previous), so the dispatches of both parities are prepared once (pipelines,
+//! uniforms, bind groups, GEMM calls) and replayed; a step's slot is a dynamic uniform offset.
+//! Layers start at storage-binding-aligned offsets in the frame, so kernels bind a layer's σ'
+//! or activations in place. `P` is cut into column chunks whose tensors fit the storage
+//! binding size (WebGPU's default 128 MiB, or `binding_bytes` for tests), as in
+//! `gpu::recurrent`. [`DeviceRtrl::profile`] times every dispatch of a step.
 
-use super::gemm::{GemmCall, GemmKernels, GemmOp, MatRef};
+use super::gemm::{GemmCall, GemmKernels, GemmOp, MatRef, Tiling};
 use super::recurrent::{chunk_width, SensitivityDims};
 use super::{shader, GpuContext, GpuError};
 use crate::recurrent::graph::Source;
 use crate::recurrent::{Network, RtrlMode};
+use serde::Serialize;
 use wgpu::util::DeviceExt;
 
 const SHADER: &str = include_str!("../../shaders/rtrl_step.wgsl");
 const WG: u32 = 64;
+/// Words of a block's entry in the graph table, and the table's header (rtrl_step.wgsl).
+const STRIDE: usize = 7;
+const HEAD: usize = 4;
 
 /// `struct StepDims` of rtrl_step.wgsl (tests/gpu_uniform_layout.rs compares the two).
 #[doc(hidden)]
@@ -57,17 +66,100 @@ pub(crate) fn source() -> String {
     shader::assemble(SHADER, &[], false)
 }
 
+/// A/B knobs of the sensitivity products, read from the environment when a [`DeviceRtrl`] is
+/// built (native only; the browser takes the defaults), so one device run can profile several
+/// (`PROFILE_SETTINGS` in bench/rtrl_device.sh):
+/// - `DEEPBELIEF_RTRL_TILING=auto|small|medium|wide|large|huge` (auto: `Tiling::auto`);
+/// - `DEEPBELIEF_RTRL_SPLIT_K=auto|N` (auto: `gemm::auto_splits`; the products' k is a layer's
+///   fan-in, 2n on the adder).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtrlKnobs {
+    pub tiling: Option<Tiling>,
+    pub split_k: Option<u32>,
+}
+
+impl RtrlKnobs {
+    pub fn from_env() -> Result<RtrlKnobs, GpuError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            RtrlKnobs::parse(|name| std::env::var(name).ok())
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            Ok(RtrlKnobs::default())
+        }
+    }
+
+    /// The knobs `var` gives (an unknown value is an error naming the variable).
+    pub fn parse(var: impl Fn(&str) -> Option<String>) -> Result<RtrlKnobs, GpuError> {
+        let mut knobs = RtrlKnobs::default();
+        if let Some(v) = var("DEEPBELIEF_RTRL_TILING") {
+            knobs.tiling = match v.trim() {
+                "auto" | "" => None,
+                "small" => Some(Tiling::Small),
+                "medium" => Some(Tiling::Medium),
+                "wide" => Some(Tiling::Wide),
+                "large" => Some(Tiling::Large),
+                "huge" => Some(Tiling::Huge),
+                other => return Err(GpuError(format!("DEEPBELIEF_RTRL_TILING: \"{other}\" is not a tiling (expected auto, small, medium, wide, large or huge)"))),
+            };
+        }
+        if let Some(v) = var("DEEPBELIEF_RTRL_SPLIT_K") {
+            knobs.split_k = match v.trim() {
+                "auto" | "" => None,
+                other => match other.parse::<u32>() {
+                    Ok(n) if (1..=64).contains(&n) => Some(n),
+                    _ => return Err(GpuError(format!("DEEPBELIEF_RTRL_SPLIT_K: \"{other}\" is not a split (expected auto or 1 to 64)"))),
+                },
+            };
+        }
+        Ok(knobs)
+    }
+
+    /// `op` with the knobs' tiling and split.
+    fn tune<'a>(&self, op: GemmOp<'a>) -> GemmOp<'a> {
+        let op = if let Some(t) = self.tiling { op.tiling(t) } else { op };
+        if let Some(s) = self.split_k { op.split_k(s) } else { op }
+    }
+
+    /// A short description for reports.
+    pub fn describe(&self) -> String {
+        let tiling = self.tiling.map_or("auto".to_string(), |t| format!("{t:?}").to_lowercase());
+        let split = self.split_k.map_or("auto".to_string(), |n| n.to_string());
+        format!("tiling {tiling}, split k {split}")
+    }
+}
+
 enum Compute {
-    Kernel { pipeline: usize, bind_group: wgpu::BindGroup, groups: (u32, u32, u32) },
+    /// `dynamic`: the layout takes the step's slot as a dynamic offset (rtrl_step's kernels).
+    Kernel { pipeline: usize, bind_group: wgpu::BindGroup, groups: (u32, u32, u32), dynamic: bool },
     Gemm(Box<GemmCall>),
 }
 
-fn record(pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline], ops: &[Compute]) {
-    for op in ops {
-        match op {
-            Compute::Kernel { pipeline, bind_group, groups } => {
+/// One dispatch of a step (two for a split-k product), named for the profile.
+struct Op {
+    label: String,
+    compute: Compute,
+}
+
+impl Op {
+    fn kernel(label: impl Into<String>, pipeline: usize, bind_group: wgpu::BindGroup, groups: (u32, u32, u32), dynamic: bool) -> Op {
+        Op { label: label.into(), compute: Compute::Kernel { pipeline, bind_group, groups, dynamic } }
+    }
+
+    fn dispatches(&self) -> usize {
+        match &self.compute {
+            Compute::Kernel { .. } => 1,
+            Compute::Gemm(call) => 1 + (call.splits > 1) as usize,
+        }
+    }
+
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline], slot_offset: u32) {
+        match &self.compute {
+            Compute::Kernel { pipeline, bind_group, groups, dynamic } => {
                 pass.set_pipeline(&pipelines[*pipeline]);
-                pass.set_bind_group(0, bind_group, &[]);
+                let offsets = [slot_offset];
+                pass.set_bind_group(0, bind_group, if *dynamic { &offsets[..] } else { &[] });
                 pass.dispatch_workgroups(groups.0, groups.1, groups.2);
             }
             Compute::Gemm(call) => call.dispatch(pass, 0),
@@ -103,68 +195,104 @@ pub struct StepsReport {
     pub params: Option<Vec<f32>>,
 }
 
+/// One dispatch's mean time in [`RtrlProfile`].
+#[derive(Clone, Debug, Serialize)]
+pub struct RtrlDispatchTime {
+    pub label: String,
+    /// 2 for a split-k product (with its summing pass).
+    pub dispatches: usize,
+    pub microseconds: f64,
+}
+
+/// Where a step's time goes on the device ([`DeviceRtrl::profile`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RtrlProfile {
+    /// Steps timed dispatch by dispatch, and as many again in one pass.
+    pub steps: usize,
+    pub dispatches_per_step: usize,
+    pub dispatches: Vec<RtrlDispatchTime>,
+    /// Σ of the dispatches' own times per step (each in its own pass).
+    pub dispatch_sum_us: f64,
+    /// Per step with the steps in one compute pass (as training records them).
+    pub one_pass_us: f64,
+    /// The knobs in force.
+    pub knobs: String,
+}
+
 // Kernel indices into `DeviceRtrl::pipelines`.
 const FORWARD: usize = 0;
-const OUTPUT_ERROR: usize = 1;
+const OUTPUT_DELTA: usize = 1;
 const BACKPROP: usize = 2;
 const SHORTCUT_GRADIENT: usize = 3;
-const EULER: usize = 4;
+const GRADIENT_EULER: usize = 4;
 const SENSITIVITY: usize = 5;
+const FOLD: usize = 6;
 
 /// RTRL with every step on the device; see the module's documentation.
 pub struct DeviceRtrl {
     pub mode: RtrlMode,
+    pub knobs: RtrlKnobs,
     capacity: usize,
     layer_offsets: Vec<usize>,
     layers: Vec<usize>,
-    total: usize,
     params_len: usize,
     pipelines: Vec<wgpu::ComputePipeline>,
     params: wgpu::Buffer,
-    frame: wgpu::Buffer,
-    prev: wgpu::Buffer,
-    desired: wgpu::Buffer,
+    /// Frame `p` is the current one at parity `p`, the other the previous.
+    frames: [wgpu::Buffer; 2],
     work: wgpu::Buffer,
     gradient: wgpu::Buffer,
-    inputs: wgpu::Buffer,
-    targets: wgpu::Buffer,
-    errors: wgpu::Buffer,
-    outputs: wgpu::Buffer,
-    deriv: Vec<wgpu::Buffer>,
-    /// Per block, its source copied out of the frames (`None` for a bias: a constant 1).
-    source_copies: Vec<Option<(bool, usize, usize)>>,
-    sources: Vec<wgpu::Buffer>,
+    /// `[inputs (capacity × n_in) | targets (capacity × n_out)]`.
+    examples: wgpu::Buffer,
+    /// `[E (capacity) | outputs (capacity × n_out)]`.
+    results: wgpu::Buffer,
+    /// Bytes between the slots' dynamic offsets.
+    slot_stride: u32,
     tensors: Vec<Option<TensorBlock>>,
-    forward_ops: Vec<Compute>,
-    /// Folding the output's tensor into the gradient: δ^y and the rows δ^yᵀ w^{y,k}.
-    prologue_ops: Vec<Compute>,
-    tensor_ops: [Vec<Compute>; 2],
-    _folded: Vec<wgpu::Buffer>,
-    shortcut_ops: Vec<Compute>,
-    euler_dims: wgpu::Buffer,
+    /// A step's dispatches per parity, in order.
+    step_ops: [Vec<Op>; 2],
+    /// The gradient_euler uniforms (per parity), rewritten when the rate changes.
+    euler_dims: Vec<wgpu::Buffer>,
     euler_template: StepDims,
     rate: Option<f32>,
     parity: usize,
+    _keep: Vec<wgpu::Buffer>,
     _gemm: GemmKernels,
+}
+
+/// `len` values of a frame from `offset` (a layer's σ' or activations), bound in place.
+fn in_frame(frame: &wgpu::Buffer, offset: usize, len: usize) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: frame, offset: (offset * 4) as u64, size: std::num::NonZeroU64::new((len.max(1) * 4) as u64) })
+}
+
+fn round_up(value: usize, align: usize) -> usize {
+    value.div_ceil(align) * align
 }
 
 impl DeviceRtrl {
     /// `net`'s weights uploaded, the frames and tensors zero (a sequence start), room for
     /// `capacity` steps per submission; `binding_bytes` caps each tensor chunk (the device's
-    /// storage binding size when `None`).
+    /// storage binding size when `None`). The knobs come from the environment (native).
     pub fn new(ctx: &GpuContext, net: &Network, mode: RtrlMode, binding_bytes: Option<u64>, capacity: usize) -> Result<Self, GpuError> {
+        Self::with_knobs(ctx, net, mode, binding_bytes, capacity, RtrlKnobs::from_env()?)
+    }
+
+    pub fn with_knobs(ctx: &GpuContext, net: &Network, mode: RtrlMode, binding_bytes: Option<u64>, capacity: usize, knobs: RtrlKnobs) -> Result<Self, GpuError> {
         let graph = &net.graph;
         let device = &ctx.device;
         let capacity = capacity.max(1);
         let limits = device.limits();
         let device_binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
         let binding = binding_bytes.unwrap_or(device_binding);
+        // Every layer starts at a storage-binding offset alignment, so a kernel can bind its
+        // activations or σ' in place.
+        let align = (limits.min_storage_buffer_offset_alignment as usize / 4).max(1);
         let layers = graph.layers.clone();
         let mut layer_offsets = Vec::with_capacity(layers.len());
         let mut total = 0;
         for &n in &layers {
             layer_offsets.push(total);
-            total += n;
+            total = round_up(total + n, align);
         }
         let (n_in, n_out, out) = (layers[0], *layers.last().expect("layers"), graph.output());
         let params_len = net.params.len();
@@ -175,24 +303,32 @@ impl DeviceRtrl {
         }
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
         let zeros = |label: &str, len: usize| device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: (len.max(1) * 4) as u64, usage, mapped_at_creation: false });
-        let mut table: Vec<u32> = Vec::new();
+        let shortcut_layers = graph.shortcut_layers();
+        let recurrent_sources = graph.recurrent_sources();
+        let with_tensor = |b: &crate::recurrent::Block| !(mode == RtrlMode::Shortcut && shortcut_layers[b.to]);
+        let mut table: Vec<u32> = vec![n_in as u32, (capacity * n_in) as u32, capacity as u32, 0];
         for b in &net.blocks {
             let (kind, from) = match b.source {
                 Source::Layer(k) => (0, k),
                 Source::Previous(q) => (1, q),
                 Source::Bias => (2, 0),
             };
-            table.extend([b.to as u32, kind, from as u32, b.rows as u32, b.cols as u32, b.offset as u32]);
+            table.extend([b.to as u32, kind, from as u32, b.rows as u32, b.cols as u32, b.offset as u32, !with_tensor(b) as u32]);
         }
+        debug_assert_eq!(table.len(), HEAD + STRIDE * net.blocks.len());
         table.extend(layer_offsets.iter().map(|&o| o as u32));
         let graph_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl graph"), contents: bytemuck::cast_slice(&table), usage: wgpu::BufferUsages::STORAGE });
         let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl params"), contents: bytemuck::cast_slice(&net.params), usage });
-        let (frame, prev) = (zeros("rtrl frame", 2 * total), zeros("rtrl prev", 2 * total));
-        let desired = zeros("rtrl desired", n_out);
+        let frames = [zeros("rtrl frame 0", 2 * total), zeros("rtrl frame 1", 2 * total)];
         let work = zeros("rtrl work", n_out + 1 + total);
         let gradient = zeros("rtrl gradient", params_len);
-        let (inputs, targets) = (zeros("rtrl inputs", capacity * n_in), zeros("rtrl targets", capacity * n_out));
-        let (errors, outputs) = (zeros("rtrl errors", capacity), zeros("rtrl outputs", capacity * n_out));
+        let examples = zeros("rtrl examples", capacity * (n_in + n_out));
+        let results = zeros("rtrl results", capacity * (1 + n_out));
+        let slot_stride = limits.min_uniform_buffer_offset_alignment.max(16);
+        let slot_words: Vec<u32> = (0..capacity).flat_map(|s| std::iter::once(s as u32).chain(std::iter::repeat_n(0, slot_stride as usize / 4 - 1))).collect();
+        let slots = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl slots"), contents: bytemuck::cast_slice(&slot_words), usage: wgpu::BufferUsages::UNIFORM });
+        let ones = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl bias source"), contents: bytemuck::bytes_of(&1.0f32), usage: wgpu::BufferUsages::STORAGE });
+        let dummy = zeros("rtrl dummy", 1);
 
         use wgpu::BufferBindingType::{Storage, Uniform};
         let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -206,19 +342,26 @@ impl DeviceRtrl {
                 shader::buffer_entry(5, Storage { read_only: true }, false),
                 shader::buffer_entry(6, Storage { read_only: false }, false),
                 shader::buffer_entry(7, Storage { read_only: false }, false),
+                shader::buffer_entry(8, Storage { read_only: false }, false),
+                shader::buffer_entry(9, Uniform, true),
             ],
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor { label: Some("rtrl_step"), bind_group_layouts: &[Some(&layout)], immediate_size: 0 });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("rtrl_step"), source: wgpu::ShaderSource::Wgsl(source().into()) });
-        let mut pipelines: Vec<wgpu::ComputePipeline> = ["forward", "output_error", "backprop", "shortcut_gradient", "euler"]
+        let mut pipelines: Vec<wgpu::ComputePipeline> = ["forward", "output_delta", "backprop", "shortcut_gradient", "gradient_euler"]
             .iter()
             .map(|entry| device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some(entry), layout: Some(&pipeline_layout), module: &module, entry_point: Some(entry), compilation_options: Default::default(), cache: None }))
             .collect();
         let sensitivity_module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("rtrl_sensitivity"), source: wgpu::ShaderSource::Wgsl(super::recurrent::source().into()) });
         pipelines.push(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some("rtrl_sensitivity"), layout: None, module: &sensitivity_module, entry_point: Some("main"), compilation_options: Default::default(), cache: None }));
+        pipelines.push(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some("fold"), layout: None, module: &module, entry_point: Some("fold"), compilation_options: Default::default(), cache: None }));
+        let sensitivity_layout = pipelines[SENSITIVITY].get_bind_group_layout(0);
+        let fold_layout = pipelines[FOLD].get_bind_group_layout(0);
 
         let base = StepDims { blocks: net.blocks.len() as u32, total: total as u32, outputs: n_out as u32, out_offset: layer_offsets[out] as u32, ..Default::default() };
-        let step_group = |dims: StepDims| -> (wgpu::BindGroup, wgpu::Buffer) {
+        let mut keep = Vec::new();
+        let mut euler_dims = Vec::new();
+        let step_group = |dims: StepDims, parity: usize| -> (wgpu::BindGroup, wgpu::Buffer) {
             let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl step dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST });
             let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("rtrl_step"),
@@ -227,60 +370,34 @@ impl DeviceRtrl {
                     wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 1, resource: graph_buffer.as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 2, resource: params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 3, resource: frame.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 4, resource: prev.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 5, resource: desired.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: frames[parity].as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 4, resource: frames[1 - parity].as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 5, resource: examples.as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 6, resource: work.as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 7, resource: gradient.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 8, resource: results.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 9, resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding { buffer: &slots, offset: 0, size: std::num::NonZeroU64::new(16) }) },
                 ],
             });
             (group, uniform)
         };
         let per_invocation = |count: usize| shader::grid((count as u32).div_ceil(WG));
-
-        let mut forward_ops = Vec::new();
-        for (i, &n) in layers.iter().enumerate().skip(1) {
-            let (bind_group, _) = step_group(StepDims { layer: i as u32, rows: n as u32, ..base });
-            forward_ops.push(Compute::Kernel { pipeline: FORWARD, bind_group, groups: shader::grid(n as u32) });
-        }
-        let (bind_group, _) = step_group(base);
-        forward_ops.push(Compute::Kernel { pipeline: OUTPUT_ERROR, bind_group, groups: (1, 1, 1) });
-
-        let shortcut_layers = graph.shortcut_layers();
-        let recurrent_sources = graph.recurrent_sources();
-        let with_tensor = |b: &crate::recurrent::Block| !(mode == RtrlMode::Shortcut && shortcut_layers[b.to]);
-        let mut shortcut_ops = Vec::new();
-        if net.blocks.iter().any(|b| !with_tensor(b)) {
-            for i in (1..layers.len()).rev().filter(|&i| shortcut_layers[i]) {
-                let (bind_group, _) = step_group(StepDims { layer: i as u32, rows: layers[i] as u32, ..base });
-                shortcut_ops.push(Compute::Kernel { pipeline: BACKPROP, bind_group, groups: per_invocation(layers[i]) });
-            }
-            for (index, b) in net.blocks.iter().enumerate().filter(|(_, b)| !with_tensor(b)) {
-                let (bind_group, _) = step_group(StepDims { block: index as u32, count: b.len() as u32, ..base });
-                shortcut_ops.push(Compute::Kernel { pipeline: SHORTCUT_GRADIENT, bind_group, groups: per_invocation(b.len()) });
-            }
-        }
-        let euler_template = StepDims { count: params_len as u32, ..base };
-        let (bind_group, euler_dims) = step_group(euler_template);
-        shortcut_ops.push(Compute::Kernel { pipeline: EULER, bind_group, groups: per_invocation(params_len) });
-
-        // The blocks' own sources, copied out of the frames after the forward step.
-        let mut source_copies = Vec::new();
-        let mut sources = Vec::new();
-        for b in &net.blocks {
-            match b.source {
-                Source::Layer(k) => source_copies.push(Some((false, layer_offsets[k], b.cols))),
-                Source::Previous(q) => source_copies.push(Some((true, layer_offsets[q], b.cols))),
-                Source::Bias => source_copies.push(None),
-            }
-            let buffer = zeros("rtrl source", b.cols);
-            if b.source == Source::Bias {
-                ctx.queue.write_buffer(&buffer, 0, bytemuck::bytes_of(&1.0f32));
-            }
-            sources.push(buffer);
-        }
-        let deriv: Vec<wgpu::Buffer> = layers.iter().map(|&n| zeros("rtrl deriv", n)).collect();
-        let dummy = zeros("rtrl dummy", 1);
+        let fold_op = |label: String, k: usize, width: usize, accumulate: bool, out_at: usize, row: wgpu::BindingResource<'_>, tensor: &wgpu::Buffer, keep: &mut Vec<wgpu::Buffer>| -> Op {
+            let dims = [k as u32, width as u32, accumulate as u32, out_at as u32];
+            let dims_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl fold dims"), contents: bytemuck::cast_slice(&dims), usage: wgpu::BufferUsages::STORAGE });
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("rtrl fold"),
+                layout: &fold_layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 10, resource: dims_buffer.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 11, resource: row },
+                    wgpu::BindGroupEntry { binding: 12, resource: tensor.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 13, resource: gradient.as_entire_binding() },
+                ],
+            });
+            keep.push(dims_buffer);
+            Op::kernel(label, FOLD, bind_group, per_invocation(width), false)
+        };
 
         let widest = *layers.iter().max().expect("layers");
         // The output layer feeds no layer within a step (it is the highest); unless it feeds
@@ -310,32 +427,41 @@ impl DeviceRtrl {
         }
 
         let gemm = GemmKernels::new(ctx);
-        let sensitivity_layout = pipelines[SENSITIVITY].get_bind_group_layout(0);
-        let mut tensor_ops: [Vec<Compute>; 2] = [Vec::new(), Vec::new()];
-        // Folding the output: δ^y (the backprop kernel on the output layer, into work's δ
-        // region; the shortcut recomputes it alike), then the row δ^yᵀ w^{y,k} of every block
-        // into the output.
         let folds = fold_output && tensors.iter().flatten().any(|t| t.sets[out].is_empty());
         let folded: Vec<wgpu::Buffer> = net.blocks.iter().map(|b| zeros("rtrl folded row", if b.to == out { b.cols } else { 1 })).collect();
-        let mut prologue = Vec::new();
-        if folds {
-            let (bind_group, _) = step_group(StepDims { layer: out as u32, rows: n_out as u32, ..base });
-            prologue.push(Compute::Kernel { pipeline: BACKPROP, bind_group, groups: per_invocation(n_out) });
-            let delta_offset = (n_out + 1 + layer_offsets[out]) as u64;
-            for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out && cb.source != Source::Bias) {
-                let op = GemmOp::new(1, n_out as u32, cb.cols as u32, &work, &params, &folded[ci]).with_a(MatRef::at(&work, delta_offset, n_out as u32)).with_b(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
-                prologue.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)));
+        let mut step_ops: [Vec<Op>; 2] = [Vec::new(), Vec::new()];
+        for (parity, ops) in step_ops.iter_mut().enumerate() {
+            let (frame, prev) = (&frames[parity], &frames[1 - parity]);
+            // 1. The forward step, then ∂E/∂y, E and δ^y.
+            for (i, &n) in layers.iter().enumerate().skip(1) {
+                let (bind_group, _) = step_group(StepDims { layer: i as u32, rows: n as u32, ..base }, parity);
+                ops.push(Op::kernel(format!("forward layer {i}"), FORWARD, bind_group, shader::grid(n as u32), true));
             }
-        }
-        for (parity, ops) in tensor_ops.iter_mut().enumerate() {
+            let (bind_group, _) = step_group(base, parity);
+            ops.push(Op::kernel("output_delta", OUTPUT_DELTA, bind_group, (1, 1, 1), true));
+            // 2. Folding the output: the row δ^yᵀ w^{y,k} of every block into the output.
+            if folds {
+                let delta_offset = (n_out + 1 + layer_offsets[out]) as u64;
+                for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out && cb.source != Source::Bias) {
+                    let op = GemmOp::new(1, n_out as u32, cb.cols as u32, &work, &params, &folded[ci]).with_a(MatRef::at(&work, delta_offset, n_out as u32)).with_b(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
+                    ops.push(Op { label: format!("fold row δ^yᵀ {} (gemm 1×{}×{})", cb.name(), n_out, cb.cols), compute: Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)) });
+                }
+            }
+            // 3. The tensors.
             for (index, block) in net.blocks.iter().enumerate() {
                 let Some(t) = &tensors[index] else { continue };
+                let source = match block.source {
+                    Source::Layer(k) => in_frame(frame, layer_offsets[k], block.cols),
+                    Source::Previous(q) => in_frame(prev, layer_offsets[q], block.cols),
+                    Source::Bias => ones.as_entire_binding(),
+                };
                 for i in 1..layers.len() {
                     if t.sets[i].is_empty() {
                         continue;
                     }
                     for (c, &(col0, width)) in t.chunks.iter().enumerate() {
-                        let out = &t.current(i, parity)[c];
+                        let chunk = if t.chunks.len() > 1 { format!(" chunk {c}") } else { String::new() };
+                        let tensor_out = &t.current(i, parity)[c];
                         let mut terms = 0;
                         for cb in net.blocks.iter().filter(|cb| cb.to == i) {
                             let b = match cb.source {
@@ -343,9 +469,11 @@ impl DeviceRtrl {
                                 Source::Previous(q) if q > 0 && !t.sets[q].is_empty() => &t.previous(q, parity)[c],
                                 _ => continue,
                             };
-                            let op = GemmOp::new(layers[i] as u32, cb.cols as u32, width as u32, &params, b, out).with_a(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
-                            let op = if terms > 0 { op.accumulate() } else { op };
-                            ops.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)));
+                            let op = GemmOp::new(layers[i] as u32, cb.cols as u32, width as u32, &params, b, tensor_out).with_a(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
+                            let op = knobs.tune(if terms > 0 { op.accumulate() } else { op });
+                            let call = gemm.prepare(ctx, &op)?;
+                            let label = format!("ξ[{}] layer {i}{chunk} += {}·ξ (gemm {}×{}×{}, {:?}, {} split)", block.name(), cb.name(), layers[i], cb.cols, width, call.tiling, call.splits);
+                            ops.push(Op { label, compute: Compute::Gemm(Box::new(call)) });
                             terms += 1;
                         }
                         let dims = SensitivityDims { rows: layers[i] as u32, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own: (i == block.to) as u32, accumulate: (terms > 0) as u32, finish: 1 };
@@ -357,27 +485,27 @@ impl DeviceRtrl {
                                 wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 1, resource: dummy.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 2, resource: dummy.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 3, resource: deriv[i].as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 4, resource: sources[index].as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 5, resource: out.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 3, resource: in_frame(frame, total + layer_offsets[i], layers[i]) },
+                                wgpu::BindGroupEntry { binding: 4, resource: source.clone() },
+                                wgpu::BindGroupEntry { binding: 5, resource: tensor_out.as_entire_binding() },
                             ],
                         });
-                        ops.push(Compute::Kernel { pipeline: SENSITIVITY, bind_group, groups: ((width as u32).div_ceil(16), (layers[i] as u32).div_ceil(16), 1) });
+                        keep.push(uniform);
+                        ops.push(Op::kernel(format!("ξ[{}] layer {i}{chunk}: Kronecker term, σ'", block.name()), SENSITIVITY, bind_group, ((width as u32).div_ceil(16), (layers[i] as u32).div_ceil(16), 1), false));
                     }
                 }
                 if !t.sets[out].is_empty() {
                     for (c, &(col0, width)) in t.chunks.iter().enumerate() {
                         let y = &t.current(out, parity)[c];
-                        let op = GemmOp::new(1, n_out as u32, width as u32, &work, y, &gradient).with_a(MatRef::at(&work, 0, n_out as u32)).with_c(MatRef::at(&gradient, (block.offset + col0) as u64, width as u32));
-                        ops.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)));
+                        ops.push(fold_op(format!("∂E/∂{} = ∂E/∂y·ξ^y chunk {c}", block.name()), n_out, width, false, block.offset + col0, work.as_entire_binding(), y, &mut keep));
                     }
                 } else if fold_output && graph.dependents(block.to)[out] {
                     // The own term δ^y_s a^n_t first (it writes the block's gradient), then
                     // (δ^yᵀ w^{y,k}) ξ^{·,k} of every incoming block with a tensor, added.
                     let mut written = false;
                     if block.to == out {
-                        let (bind_group, _) = step_group(StepDims { block: index as u32, count: block.len() as u32, ..base });
-                        ops.push(Compute::Kernel { pipeline: SHORTCUT_GRADIENT, bind_group, groups: per_invocation(block.len()) });
+                        let (bind_group, _) = step_group(StepDims { block: index as u32, count: block.len() as u32, ..base }, parity);
+                        ops.push(Op::kernel(format!("∂E/∂{}: own term", block.name()), SHORTCUT_GRADIENT, bind_group, per_invocation(block.len()), true));
                         written = true;
                     }
                     for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out) {
@@ -387,8 +515,7 @@ impl DeviceRtrl {
                             _ => continue,
                         };
                         for (c, &(col0, width)) in t.chunks.iter().enumerate() {
-                            let op = GemmOp::new(1, cb.cols as u32, width as u32, &folded[ci], &source[c], &gradient).with_c(MatRef::at(&gradient, (block.offset + col0) as u64, width as u32));
-                            ops.push(Compute::Gemm(Box::new(gemm.prepare(ctx, &if written { op.accumulate() } else { op })?)));
+                            ops.push(fold_op(format!("∂E/∂{} += (δ^yᵀ {})·ξ chunk {c}", block.name(), cb.name()), cb.cols, width, written, block.offset + col0, folded[ci].as_entire_binding(), &source[c], &mut keep));
                         }
                         written = true;
                     }
@@ -397,38 +524,43 @@ impl DeviceRtrl {
                     }
                 }
             }
+            // 4. The shortcut's δ's below the output, from the output down.
+            if net.blocks.iter().any(|b| !with_tensor(b)) {
+                for i in (1..out).rev().filter(|&i| shortcut_layers[i]) {
+                    let (bind_group, _) = step_group(StepDims { layer: i as u32, rows: layers[i] as u32, ..base }, parity);
+                    ops.push(Op::kernel(format!("backprop layer {i}"), BACKPROP, bind_group, per_invocation(layers[i]), true));
+                }
+            }
+            // 5. The shortcut blocks' gradients and the Euler step.
+            let euler = StepDims { count: params_len as u32, ..base };
+            let (bind_group, uniform) = step_group(euler, parity);
+            euler_dims.push(uniform);
+            ops.push(Op::kernel("gradient_euler", GRADIENT_EULER, bind_group, per_invocation(params_len), true));
         }
+        keep.extend(folded);
+        keep.extend([graph_buffer, slots, ones, dummy]);
         Ok(DeviceRtrl {
             mode,
+            knobs,
             capacity,
             layer_offsets,
             layers,
-            total,
             params_len,
             pipelines,
             params,
-            frame,
-            prev,
-            desired,
+            frames,
             work,
             gradient,
-            inputs,
-            targets,
-            errors,
-            outputs,
-            deriv,
-            source_copies,
-            sources,
+            examples,
+            results,
+            slot_stride,
             tensors,
-            forward_ops,
-            prologue_ops: prologue,
-            tensor_ops,
-            _folded: folded,
-            shortcut_ops,
+            step_ops,
             euler_dims,
-            euler_template,
+            euler_template: StepDims { count: params_len as u32, ..base },
             rate: None,
             parity: 0,
+            _keep: keep,
             _gemm: gemm,
         })
     }
@@ -436,6 +568,11 @@ impl DeviceRtrl {
     /// Steps per submission.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Dispatches a step records (a split-k product counts 2), and no copies.
+    pub fn dispatches_per_step(&self) -> usize {
+        self.step_ops[0].iter().map(Op::dispatches).sum()
     }
 
     /// Replaces the weights on the device (the tensors and frames stay).
@@ -456,14 +593,16 @@ impl DeviceRtrl {
 
     /// The last step's activations per layer, read back.
     pub async fn activations(&self, ctx: &GpuContext) -> Result<Vec<Vec<f32>>, GpuError> {
-        let frame = ctx.read_back(&self.frame, self.total).await?;
+        // The last step ran at parity `self.parity − 1`.
+        let end = self.layer_offsets.last().expect("layers") + self.layers.last().expect("layers");
+        let frame = ctx.read_back(&self.frames[(self.parity + 1) % 2], end).await?;
         Ok(self.layer_offsets.iter().zip(&self.layers).map(|(&o, &n)| frame[o..o + n].to_vec()).collect())
     }
 
     /// Back to a sequence start: frames and tensors zero (the weights stay).
     pub fn reset(&mut self, ctx: &GpuContext) {
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        for buffer in [&self.frame, &self.prev, &self.work, &self.gradient] {
+        for buffer in self.frames.iter().chain([&self.work, &self.gradient]) {
             encoder.clear_buffer(buffer, 0, None);
         }
         for t in self.tensors.iter().flatten() {
@@ -507,27 +646,45 @@ impl DeviceRtrl {
         self.run_steps(ctx, inputs, targets, rate, true).await
     }
 
-    async fn run_steps(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32, read_params: bool) -> Result<StepsReport, GpuError> {
+    /// Sets the rate and uploads `count` steps' examples from `start` into their slots.
+    fn stage(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32, start: usize, count: usize) {
+        let (n_in, n_out) = (self.layers[0], *self.layers.last().expect("layers"));
+        if self.rate != Some(rate) {
+            for uniform in &self.euler_dims {
+                ctx.queue.write_buffer(uniform, 0, bytemuck::bytes_of(&StepDims { rate, ..self.euler_template }));
+            }
+            self.rate = Some(rate);
+        }
+        ctx.queue.write_buffer(&self.examples, 0, bytemuck::cast_slice(&inputs[start * n_in..(start + count) * n_in]));
+        ctx.queue.write_buffer(&self.examples, (self.capacity * n_in * 4) as u64, bytemuck::cast_slice(&targets[start * n_out..(start + count) * n_out]));
+    }
+
+    fn check_examples(&self, inputs: &[f32], targets: &[f32]) -> usize {
         let (n_in, n_out) = (self.layers[0], *self.layers.last().expect("layers"));
         let steps = inputs.len() / n_in.max(1);
         assert!(inputs.len() == steps * n_in && targets.len() == steps * n_out, "examples' sizes");
-        if self.rate != Some(rate) {
-            ctx.queue.write_buffer(&self.euler_dims, 0, bytemuck::bytes_of(&StepDims { rate, ..self.euler_template }));
-            self.rate = Some(rate);
-        }
+        steps
+    }
+
+    async fn run_steps(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32, read_params: bool) -> Result<StepsReport, GpuError> {
+        let n_out = *self.layers.last().expect("layers");
+        let steps = self.check_examples(inputs, targets);
         let mut report = StepsReport { errors: Vec::with_capacity(steps), outputs: Vec::with_capacity(steps * n_out), params: None };
         let mut start = 0;
         while start < steps {
             let count = self.capacity.min(steps - start);
-            ctx.queue.write_buffer(&self.inputs, 0, bytemuck::cast_slice(&inputs[start * n_in..(start + count) * n_in]));
-            ctx.queue.write_buffer(&self.targets, 0, bytemuck::cast_slice(&targets[start * n_out..(start + count) * n_out]));
+            self.stage(ctx, inputs, targets, rate, start, count);
             let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rtrl steps") });
-            for s in 0..count {
-                self.record_step(&mut encoder, s);
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl steps"), timestamp_writes: None });
+                for s in 0..count {
+                    self.record_step(&mut pass, s);
+                }
             }
             ctx.queue.submit([encoder.finish()]);
             start += count;
-            let mut ranges = vec![(&self.errors, 0, (count * 4) as u64), (&self.outputs, 0, (count * n_out * 4) as u64)];
+            let outputs_at = (self.capacity * 4) as u64;
+            let mut ranges = vec![(&self.results, 0, (count * 4) as u64), (&self.results, outputs_at, (count * n_out * 4) as u64)];
             if read_params && start == steps {
                 ranges.push((&self.params, 0, (self.params_len * 4) as u64));
             }
@@ -543,34 +700,70 @@ impl DeviceRtrl {
     }
 
     /// One step reading slot `s` of the staged examples and writing slot `s` of the results.
-    fn record_step(&mut self, encoder: &mut wgpu::CommandEncoder, s: usize) {
-        let (n_in, n_out) = (self.layers[0] as u64, *self.layers.last().expect("layers") as u64);
-        let out_offset = *self.layer_offsets.last().expect("layers") as u64;
-        encoder.copy_buffer_to_buffer(&self.frame, 0, &self.prev, 0, (2 * self.total * 4) as u64);
-        encoder.copy_buffer_to_buffer(&self.inputs, s as u64 * n_in * 4, &self.frame, 0, n_in * 4);
-        encoder.copy_buffer_to_buffer(&self.targets, s as u64 * n_out * 4, &self.desired, 0, n_out * 4);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl forward"), timestamp_writes: None });
-            record(&mut pass, &self.pipelines, &self.forward_ops);
+    fn record_step(&mut self, pass: &mut wgpu::ComputePass<'_>, s: usize) {
+        let offset = s as u32 * self.slot_stride;
+        for op in &self.step_ops[self.parity] {
+            op.record(pass, &self.pipelines, offset);
         }
-        if !self.tensor_ops[self.parity].is_empty() || !self.prologue_ops.is_empty() {
-            for (i, buffer) in self.deriv.iter().enumerate().skip(1) {
-                encoder.copy_buffer_to_buffer(&self.frame, ((self.total + self.layer_offsets[i]) * 4) as u64, buffer, 0, (self.layers[i] * 4) as u64);
-            }
-            for (copy, buffer) in self.source_copies.iter().zip(&self.sources) {
-                if let Some((previous, offset, len)) = *copy {
-                    encoder.copy_buffer_to_buffer(if previous { &self.prev } else { &self.frame }, (offset * 4) as u64, buffer, 0, (len * 4) as u64);
-                }
-            }
-        }
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl tensors and weights"), timestamp_writes: None });
-            record(&mut pass, &self.pipelines, &self.prologue_ops);
-            record(&mut pass, &self.pipelines, &self.tensor_ops[self.parity]);
-            record(&mut pass, &self.pipelines, &self.shortcut_ops);
-        }
-        encoder.copy_buffer_to_buffer(&self.work, n_out * 4, &self.errors, s as u64 * 4, 4);
-        encoder.copy_buffer_to_buffer(&self.frame, out_offset * 4, &self.outputs, s as u64 * n_out * 4, n_out * 4);
         self.parity = 1 - self.parity;
+    }
+
+    /// Where a step's time goes: GPU timestamps around every dispatch of `steps` online steps
+    /// (each dispatch in its own compute pass; a split-k product and its summing pass count as
+    /// one), then around the same number of steps in one pass, as training records them. Runs
+    /// real steps on `inputs`/`targets` (at most `capacity`; the weights move). Needs the
+    /// adapter's `TIMESTAMP_QUERY` feature.
+    pub async fn profile(&mut self, ctx: &GpuContext, inputs: &[f32], targets: &[f32], rate: f32) -> Result<RtrlProfile, GpuError> {
+        if !ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Err(GpuError(format!("{} offers no timestamp queries, so it cannot be profiled", ctx.adapter_info.name)));
+        }
+        let ops = self.step_ops[0].len();
+        // A query set holds at most 4096 timestamps; two steps at least, for both parities.
+        let steps = self.check_examples(inputs, targets).min(self.capacity).min((4094 / (2 * ops)).max(1));
+        if steps == 0 {
+            return Err(GpuError("profile: no examples".into()));
+        }
+        let device = &ctx.device;
+        let count = (2 * ops * steps + 2) as u32;
+        let queries = device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("rtrl_profile"), ty: wgpu::QueryType::Timestamp, count });
+        let resolved = device.create_buffer(&wgpu::BufferDescriptor { label: Some("rtrl_profile_ticks"), size: 8 * count as u64, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+        self.stage(ctx, inputs, targets, rate, 0, steps);
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rtrl_profile") });
+        for s in 0..steps {
+            for (i, op) in self.step_ops[self.parity].iter().enumerate() {
+                let q = (2 * (s * ops + i)) as u32;
+                let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(q), end_of_pass_write_index: Some(q + 1) };
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&op.label), timestamp_writes: Some(writes) });
+                op.record(&mut pass, &self.pipelines, s as u32 * self.slot_stride);
+            }
+            self.parity = 1 - self.parity;
+        }
+        {
+            let last = count - 2;
+            let writes = wgpu::ComputePassTimestampWrites { query_set: &queries, beginning_of_pass_write_index: Some(last), end_of_pass_write_index: Some(last + 1) };
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("rtrl steps in one pass"), timestamp_writes: Some(writes) });
+            for s in 0..steps {
+                self.record_step(&mut pass, s);
+            }
+        }
+        encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = super::read_ranges(ctx, &[(&resolved, 0, 8 * count as u64)]).await?;
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes[0]);
+        let us_per_tick = ctx.queue.get_timestamp_period() as f64 / 1000.0;
+        let span = |q: usize| ticks[q + 1].saturating_sub(ticks[q]) as f64 * us_per_tick;
+        let times: Vec<RtrlDispatchTime> = self.step_ops[0]
+            .iter()
+            .enumerate()
+            .map(|(i, op)| RtrlDispatchTime { label: op.label.clone(), dispatches: op.dispatches(), microseconds: (0..steps).map(|s| span(2 * (s * ops + i))).sum::<f64>() / steps as f64 })
+            .collect();
+        Ok(RtrlProfile {
+            steps,
+            dispatches_per_step: self.dispatches_per_step(),
+            dispatch_sum_us: times.iter().map(|t| t.microseconds).sum(),
+            dispatches: times,
+            one_pass_us: span(count as usize - 2) / steps as f64,
+            knobs: self.knobs.describe(),
+        })
     }
 }
