@@ -22,7 +22,14 @@
 # the adder for ACC_STEPS (20000) online steps at ACC_RATE (0.01) per n of ACC_SIZES (SIZES)
 # and reports the held-out accuracy, whole sums and bits, in $OUT/rtrl_accuracy.jsonl;
 # ACC_TIMEOUT_S (300) for all of them), CPU_THREADS (all; sets
-# RAYON_NUM_THREADS and OMP/OPENBLAS threads), BIN (.sweep/bin/deepbelief). A smoke test where
+# RAYON_NUM_THREADS and OMP/OPENBLAS threads), BIN (.sweep/bin/deepbelief), PROFILE (1: first,
+# `deepbelief bench --rtrl --backend gpu --rtrl-profile` per n of SIZES: each dispatch's label and
+# µs in a step, their sum and the per-step time with the steps in one pass, appended to
+# $OUT/rtrl_profile.txt; 0, the default: not), PROFILE_SETTINGS (with PROFILE=1: a
+# space-separated list of settings, one profile each; a setting is "default" or comma-separated
+# key=value of tiling=auto|small|medium|wide|large|huge (DEEPBELIEF_RTRL_TILING, the
+# sensitivity products' GEMM tiles) and splits=auto|N (DEEPBELIEF_RTRL_SPLIT_K); e.g.
+# "default tiling=wide tiling=huge splits=2"; default "default"), PROFILE_STEPS (8). A smoke test where
 # there is no GPU: SIZES=2,4 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD> BIN=target/release/deepbelief.
 set -u
 cd "$(dirname "$0")/.."
@@ -51,7 +58,28 @@ ours_flags=(--rtrl --sizes "$SIZES" --rtrl-preset "$PRESET" --rtrl-steps "$STEPS
 peer_flags=(--sizes "$SIZES" --preset "$PRESET" --steps "$STEPS" --repeats "$REPEATS")
 if [ "$SHORTCUT" = 0 ]; then ours_flags+=(--rtrl-no-shortcut); peer_flags+=(--no-shortcut); fi
 
-echo "== ours, GPU" | tee "$OUT/rtrl.log" >&2
+: >"$OUT/rtrl.log"
+if [ "${PROFILE:-0}" = 1 ]; then
+  for setting in ${PROFILE_SETTINGS:-default}; do
+    knobs=()
+    if [ "$setting" != default ]; then
+      IFS=, read -r -a pairs <<<"$setting"
+      for pair in "${pairs[@]}"; do
+        case "${pair%%=*}" in
+          tiling) knobs+=("DEEPBELIEF_RTRL_TILING=${pair#*=}") ;;
+          splits) knobs+=("DEEPBELIEF_RTRL_SPLIT_K=${pair#*=}") ;;
+          *) echo "rtrl_device.sh: PROFILE_SETTINGS: $pair: expected tiling= or splits=" >&2; exit 2 ;;
+        esac
+      done
+    fi
+    echo "== ours, GPU profile, setting $setting" | tee -a "$OUT/rtrl.log" >&2
+    { echo "== $(date -u +%FT%TZ) $("$BIN" --version) setting: $setting ${knobs[*]}"
+      env "${knobs[@]}" timeout "${GPU_TIMEOUT_S:-200}" "$BIN" bench --backend gpu --rtrl --rtrl-profile --sizes "$SIZES" --rtrl-preset "$PRESET" \
+        --rtrl-steps "${PROFILE_STEPS:-8}" $([ "$SHORTCUT" = 0 ] && echo --rtrl-no-shortcut) 2>>"$OUT/rtrl.log"; } | tee -a "$OUT/rtrl_profile.txt" >&2
+  done
+fi
+
+echo "== ours, GPU" | tee -a "$OUT/rtrl.log" >&2
 timeout "${GPU_TIMEOUT_S:-200}" "$BIN" bench --backend gpu "${ours_flags[@]}" 2>>"$OUT/rtrl.log" | grep '^{' >"$OUT/rtrl_gpu.jsonl"
 echo "== ours, GPU, one submission per step" | tee -a "$OUT/rtrl.log" >&2
 timeout "${GPU_TIMEOUT_S:-200}" "$BIN" bench --backend gpu "${ours_flags[@]}" --rtrl-submit 1 2>>"$OUT/rtrl.log" | grep '^{' >"$OUT/rtrl_gpu1.jsonl"

@@ -132,6 +132,29 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, sizes: &[usize], settings: 
     Ok(rows)
 }
 
+/// `DeviceRtrl::profile` of Moore's adder net for each n of `sizes`, after the warm-up steps:
+/// every dispatch of `settings.steps` steps (at most a query set's worth) timed on its own, then
+/// the same number of steps in one pass. Handed to `report` as each is measured.
+pub async fn profile_gpu(ctx: &crate::gpu::GpuContext, sizes: &[usize], settings: &RtrlBenchSettings, mut report: impl FnMut(usize, &crate::gpu::recurrent_step::RtrlProfile)) -> Result<(), String> {
+    use crate::gpu::recurrent_step::DeviceRtrl;
+    let flat = |examples: &[crate::recurrent::Example]| -> (Vec<f32>, Vec<f32>) { (examples.iter().flat_map(|e| e.input.iter().copied()).collect(), examples.iter().flat_map(|e| e.target.iter().copied()).collect()) };
+    for &bits in sizes {
+        let (task, net) = adder(bits, settings).map_err(|e| e.to_string())?;
+        Rtrl::new(&net, settings.mode).map_err(|e| e.to_string())?;
+        let steps = settings.steps.max(2);
+        let mut rtrl = DeviceRtrl::new(ctx, &net, settings.mode, None, steps.max(settings.warmups)).map_err(|e| e.to_string())?;
+        let mut stream = TaskStream::new(task, settings.seed);
+        let warmups: Vec<_> = (0..settings.warmups).map(|_| stream.next_example()).collect();
+        let (inputs, targets) = flat(&warmups);
+        rtrl.train_steps(ctx, &inputs, &targets, settings.rate).await.map_err(|e| e.to_string())?;
+        let examples: Vec<_> = (0..steps).map(|_| stream.next_example()).collect();
+        let (inputs, targets) = flat(&examples);
+        let profile = rtrl.profile(ctx, &inputs, &targets, settings.rate).await.map_err(|e| format!("n = {bits}: {e}"))?;
+        report(bits, &profile);
+    }
+    Ok(())
+}
+
 /// One row per `n` of `sizes`, handed to `report` as it is measured.
 pub fn bench_rtrl(sizes: &[usize], settings: &RtrlBenchSettings, mut report: impl FnMut(&RtrlBenchRow)) -> Result<Vec<RtrlBenchRow>, RecurrentError> {
     if settings.steps == 0 || settings.repeats == 0 {

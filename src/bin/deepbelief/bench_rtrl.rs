@@ -37,6 +37,12 @@ pub struct RtrlBenchArgs {
     /// 1: every step submitted and read back on its own).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub rtrl_submit: usize,
+    /// --rtrl --backend gpu: instead of timing, GPU timestamps around every dispatch of
+    /// --rtrl-steps steps (each in its own pass), then the same steps in one pass: each
+    /// dispatch's label and µs, the per-step sum and the one-pass time per n (with --json, one
+    /// object per n). Needs the adapter's timestamp queries.
+    #[arg(long)]
+    pub rtrl_profile: bool,
 }
 
 /// `sizes` is `--sizes`; its autoencoder default stands for "not given".
@@ -74,6 +80,31 @@ pub fn run(args: &RtrlBenchArgs, sizes: &[usize], repeats: usize, backend: Backe
             let _ = writeln!(out, "{line}").and_then(|_| out.flush());
         }
     };
+    if args.rtrl_profile {
+        let deepbelief::engine::Engine::Gpu(ctx) = &engine else {
+            return Err("--rtrl-profile times the device: add --backend gpu".into());
+        };
+        let mut failed = None;
+        pollster::block_on(deepbelief::bench::rtrl::profile_gpu(ctx, sizes, &settings, |bits, p| {
+            output.text(&format!("rtrl profile n = {bits} ({}; {} dispatches per step; mean of {} steps, each dispatch in its own pass):", p.knobs, p.dispatches_per_step, p.steps));
+            for d in &p.dispatches {
+                output.text(&format!("  {:>9.1} µs  {}{}", d.microseconds, d.label, if d.dispatches > 1 { format!(" ({} dispatches)", d.dispatches) } else { String::new() }));
+            }
+            output.text(&format!("  {:>9.1} µs  sum of the dispatches per step", p.dispatch_sum_us));
+            output.text(&format!("  {:>9.1} µs  per step with {} steps in one pass (as training records them)", p.one_pass_us, p.steps));
+            if output.json {
+                match serde_json::to_value(p) {
+                    Ok(mut v) => {
+                        v["bits"] = bits.into();
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "{v}").and_then(|_| out.flush());
+                    }
+                    Err(e) => failed = Some(e.to_string()),
+                }
+            }
+        }))?;
+        return failed.map_or(Ok(()), Err);
+    }
     pollster::block_on(engine.bench_rtrl(sizes, &settings, print))?;
     Ok(())
 }
