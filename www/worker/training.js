@@ -83,7 +83,6 @@ export function createTrainingRun(env) {
   // posted as they come back. A device that refuses or is lost hands the rest to the CPU
   // inside the engine, and its notice is posted.
   async function runSupervisedOnDevice() {
-    env.post('model', { summary: env.modelSummary() });
     env.post('busy', { message: 'Compiling the WebGPU kernels… (the first epochs on the GPU wait for them)' });
     const done = await playground().train_supervised_device((progress) => {
       env.post('supervised_progress', progress);
@@ -99,16 +98,17 @@ export function createTrainingRun(env) {
     if (!playground().supervised_pending?.()) return;
     run.stage = 'supervised';
     postState();
-    const place = playground().supervised_place?.();
-    if (place?.device) return runSupervisedOnDevice();
-    if (place?.notice) env.post('notice', { message: place.notice });
     // Without isolation, cancelling the blocking stage restarts the worker: the page keeps this
     // copy of the RBM stack to give the new engine (with isolation the shared flag stops it).
+    // The device's stage hears Cancel between submissions, but a slow one may still be restarted.
     let checkpoint;
     if (!env.cancelFlag) {
       try { checkpoint = playground().save_model(); } catch { checkpoint = undefined; }
     }
     env.post('model', { summary: env.modelSummary(), checkpoint });
+    const place = playground().supervised_place?.();
+    if (place?.device) return runSupervisedOnDevice();
+    if (place?.notice) env.post('notice', { message: place.notice });
     if (env.cancelFlag) Atomics.store(env.cancelFlag, 0, 0);
     const summary = playground().train_supervised((progress) => env.post('supervised_progress', progress), env.cancelFlag ?? undefined);
     env.post('supervised_done', { summary });
