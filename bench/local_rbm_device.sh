@@ -28,7 +28,7 @@
 #
 # Knobs (environment): SIZES (144,192), BATCHES (20), WARMUPS (3), REPEATS (3), VARIANTS
 # (eager,cuda-graph), OURS_TIMEOUT_S (80), TORCH_TIMEOUT_S (90), DBN_EPOCHS (3), DBN_CASES (3840),
-# DBN_TIMEOUT_S (150), DBN_LAYERS, DBN_SIZE (160), DBN_RATE (0.002), CPU_S (40; 0 skips step 4), CPU_THREADS (4),
+# DBN_TIMEOUT_S (150), DBN_LAYERS, DBN_SIZE (160), DBN_RATE (empty: per-layer defaults), DBN_CHECKPOINT_EVERY (1), CPU_S (40; 0 skips step 4), CPU_THREADS (4),
 # BIN (.sweep/bin/deepbelief), TORCH_DEVICE (cuda; cpu for a smoke test without CUDA). A smoke
 # test of our half where there is no GPU: SIZES=48 BATCHES=2 WARMUPS=1 DBN_LAYERS=local:8:4:8,dense:16
 # DBN_SIZE=16 DBN_CASES=384 DBN_EPOCHS=2 TORCH_TIMEOUT_S=0 CPU_S=0 WGPU_BACKEND=vulkan
@@ -52,8 +52,11 @@ DBN_CASES=${DBN_CASES:-3840}
 DBN_TIMEOUT_S=${DBN_TIMEOUT_S:-150}
 DBN_LAYERS=${DBN_LAYERS:-local:24:8:256,local:4:2:128,local:3:1:128,dense:1024}
 DBN_SIZE=${DBN_SIZE:-160}
-# The default 0.02 (tuned at 16²) diverges at Raina's overlap (measured at 48²); 0.002 does not.
-DBN_RATE=${DBN_RATE:-0.002}
+# Empty: each layer's default rate, scaled to its overlap (default_learning_rate); a number: every layer's.
+DBN_RATE=${DBN_RATE:-}
+# Download the model after every N epochs (0: each layer's last only); the JSON's layer_breakdown
+# gives each epoch's train / score / download / checkpoint seconds.
+DBN_CHECKPOINT_EVERY=${DBN_CHECKPOINT_EVERY:-1}
 CPU_S=${CPU_S:-40}
 CPU_THREADS=${CPU_THREADS:-4}
 BIN=${BIN:-.sweep/bin/deepbelief}
@@ -106,7 +109,7 @@ fi
 say "DBN: local-rbm --layers $DBN_LAYERS --image-size $DBN_SIZE --backend gpu, $DBN_EPOCHS epochs, $DBN_CASES crops, at most ${DBN_TIMEOUT_S} s"
 DBN_START=$(date +%s)
 if ! timeout "$DBN_TIMEOUT_S" "$BIN" local-rbm --layers "$DBN_LAYERS" --image-size "$DBN_SIZE" --backend gpu --epochs "$DBN_EPOCHS" \
-  --learning-rate "$DBN_RATE" --cases "$DBN_CASES" --out "$OUT/dbn" --json >"$OUT/lr_dbn.jsonl" 2>"$OUT/lr_dbn.log"; then
+  ${DBN_RATE:+--learning-rate "$DBN_RATE"} --checkpoint-every "$DBN_CHECKPOINT_EVERY" --cases "$DBN_CASES" --out "$OUT/dbn" --json >"$OUT/lr_dbn.jsonl" 2>"$OUT/lr_dbn.log"; then
   FAILED+=("dbn (exit or timeout; its epochs so far are in lr_dbn.log and the checkpoint $OUT/dbn/local_rbm.bin)")
 fi
 DBN_WALL=$(($(date +%s) - DBN_START))
@@ -167,6 +170,10 @@ for layer in sorted({e[0] for e in epochs}):
 if final:
     print(f"  parameters {final['parameters']}, training {final['training_seconds']:.1f} s, backends {final['backends']}, fell back: {final['fell_back']}")
     per_epoch = sum(sum(l) / len(l) for l in final["epoch_seconds"] if l)
+    for b in final.get("layer_breakdown", []):
+        print(f"  layer {b['layer']}: rate {b['learning_rate']:.4g}, input mean {b['input']['mean']:.4f} spread {b['input']['spread']:.4f}, errors {[round(e, 5) for e in b['reconstruction_errors']]}, "
+              + "epochs (train/score/download/checkpoint s) " + ", ".join(f"{e['train']:.2f}/{e['score']:.2f}/{e['download']:.2f}/{e['checkpoint']:.2f}" for e in b["epochs"])
+              + f", propagate {b['propagate_seconds'] or 0:.2f} s")
     print(f"  one epoch of every layer (the means summed): {per_epoch:.2f} s; 30 minutes would hold {1800 / per_epoch if per_epoch else float('nan'):.0f} such epochs")
 print()
 cpu, numpy_rows = rows("lr_ours_cpu.jsonl"), rows("lr_numpy_cpu.jsonl")

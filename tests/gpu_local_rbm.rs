@@ -115,7 +115,9 @@ fn engine_trains_a_layer_on_the_device_as_on_the_cpu() {
     assert!(worst < 5e-5, "8 batches: worst |gpu − cpu| weight {worst}");
     // The device's epoch figure is the model's mean-field error on the cases: what the CPU
     // reference computes for the device's model.
-    assert_eq!(gpu.epochs[1].reconstruction_error, gpu.model.reconstruction_error(&cases));
+    // The device scores its epochs itself (mean-field passes there): the CPU's figure for the same model.
+    let cpu_score = gpu.model.reconstruction_error(&cases);
+    assert!((gpu.epochs[1].reconstruction_error - cpu_score).abs() <= 1e-4 * cpu_score, "the device's score {} against the CPU's {cpu_score}", gpu.epochs[1].reconstruction_error);
 }
 
 #[test]
@@ -209,4 +211,21 @@ fn session_steps_on_the_device_and_falls_back_to_the_cpu() {
     assert!(gpu.done() && gpu.epochs().len() == 3);
     assert!(gap(&gpu.model().weights, &cpu.model().weights) < 5e-5, "after the fall-back the weights are {} from the CPU's", gap(&gpu.model().weights, &cpu.model().weights));
     assert!(pollster::block_on(gpu.epoch()).is_err(), "a fourth epoch was trained");
+}
+
+/// The default settings at a Raina-like overlap (24×24 patches 8 apart, 48², 192 units per
+/// patch: each pixel under 9 patches) lower the reconstruction error over 3 epochs on the
+/// device, as on the CPU (tests/local_rbm_train.rs); the old fixed rate 0.02 diverged here.
+#[test]
+fn default_rate_learns_at_rainas_overlap_on_the_device() {
+    use deepbelief::bench::sparse_coding::grating_images;
+    use deepbelief::local_rbm::crops::image_crops;
+    use deepbelief::local_rbm::LocalCdSettings;
+    let g = Geometry::new(48, 48, 1, 24, 8, 192, false).unwrap();
+    let cases = image_crops(&grating_images(8, 128, 1), 48, 768, 1, VisibleUnits::Gaussian).unwrap();
+    let settings = LocalCdSettings { epochs: 3, batch_size: 64, ..LocalCdSettings::for_layer(&g, VisibleUnits::Gaussian) };
+    let start = deepbelief::local_rbm::LocalCdTrainer::new(settings.clone(), g, &cases).unwrap().model.reconstruction_error(&cases);
+    let run = pollster::block_on(deepbelief::engine::Engine::Gpu(context()).train_local_layer(settings, g, &cases, |_| {})).unwrap();
+    let errors: Vec<f64> = run.epochs.iter().map(|e| e.reconstruction_error).collect();
+    assert!(errors.windows(2).all(|w| w[1] < w[0]) && errors[2] < 0.9 * start, "{start} then {errors:?}");
 }

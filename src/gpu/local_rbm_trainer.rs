@@ -346,6 +346,30 @@ impl GpuLocalTrainer {
         hidden
     }
 
+    /// The mean-field reconstruction of `batch` (`cases × n_visible`) by the model as it
+    /// stands: `E[v | h]` with `h = σ(c + up(batch))` (the CPU's `reconstruction_error`'s
+    /// reconstruction), read back. Uses the batch's intermediates (`hidden0`, `products`,
+    /// `visible1`): call it between batches, not during one.
+    pub async fn reconstruct(&self, ctx: &GpuContext, batch: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
+        let g = self.layer.geometry;
+        let p = &self.pipelines;
+        let cases = self.cases as u32;
+        let width = g.patch_inputs() as u32;
+        let mut steps = Vec::new();
+        self.push_up(ctx, batch, &self.hidden0, &mut steps);
+        for group in &self.groups {
+            steps.push((&p.down_products, self.bind_with(ctx, &p.down_products, &group.dims, &[(1, &group.weights), (3, &self.hidden0), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), group.positions as u32)));
+            steps.push((
+                &p.gather,
+                self.bind_with(ctx, &p.gather, &group.dims, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &group.cover_starts), (6, &group.cover_entries)]),
+                ((g.n_visible() as u32).div_ceil(64), cases, 1),
+            ));
+        }
+        Self::submit(ctx, &steps);
+        let parts = read_ranges(ctx, &[(&self.visible1, 0, (self.cases * g.n_visible() * 4) as u64)]).await?;
+        Ok(bytemuck::pod_collect_to_vec::<u8, f32>(&parts[0]))
+    }
+
     /// The model and its velocities (weights, hidden biases, visible biases) as they stand on
     /// the device: the state a lost device resumes from on the CPU. One read-back per bank
     /// group's weights and velocities (a staging buffer holds no more than a binding), one for

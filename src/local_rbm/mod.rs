@@ -21,4 +21,4 @@ pub use geometry::{CoverLists, Geometry, MAX_LAYER_WEIGHTS};
 pub use model::LocalRbm;
 pub use passes::PassBuffers;
 pub use stack::{LayerSpec, StackLayer};
-pub use train::{cd1_gradient, Cd1Gradient, LocalCdSettings, LocalCdTrainer, LocalEpochReport, LocalVelocities};
+pub use train::{cd1_gradient, default_learning_rate, visible_fan_in, Cd1Gradient, LocalCdSettings, LocalCdTrainer, LocalEpochReport, LocalVelocities};

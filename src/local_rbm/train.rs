@@ -68,6 +68,13 @@ impl Default for LocalCdSettings {
 }
 
 impl LocalCdSettings {
+    /// The defaults for a layer of `geometry` with `visible_units`, the learning rate scaled to
+    /// the layer's overlap ([`default_learning_rate`]): what the CLI trains with unless
+    /// `--learning-rate` is given.
+    pub fn for_layer(geometry: &Geometry, visible_units: VisibleUnits) -> LocalCdSettings {
+        LocalCdSettings { visible_units, learning_rate: default_learning_rate(geometry, visible_units), ..Default::default() }
+    }
+
     /// Errors name the CLI flag.
     pub fn validate(&self) -> Result<(), String> {
         if self.batch_size == 0 {
@@ -99,6 +106,30 @@ pub struct Cd1Gradient {
     pub mean_hidden: Vec<f32>,
     /// `Σ (v0 − v1)²` over the batch.
     pub squared_error: f64,
+}
+
+/// Hidden units connected to the most-covered visible unit: patches over it (`⌈patch/stride⌉`
+/// per axis, at most the positions along it) times the units per patch.
+pub fn visible_fan_in(g: &Geometry) -> usize {
+    let per_axis = |positions: usize| g.patch.div_ceil(g.stride).min(positions);
+    per_axis(g.positions_rows()) * per_axis(g.positions_cols()) * g.hidden_per_patch
+}
+
+/// Gaussian visible units: `min(0.02, 8 / fan-in)`; binary: `min(0.5, 32 / fan-in)`, fan-in
+/// from [`visible_fan_in`]. Why: in CD-1 a weight step `ε·(v0 − v1)·h` moves a pixel's
+/// reconstruction by `ε·(v0 − v1)·Σ h²` over every hidden unit connected to it, so the step is
+/// stable only while `ε · fan-in · E[h²]` stays below about 3 (momentum 0.5); an untrained
+/// layer has `h ≈ 0.5`, `E[h²] ≈ 0.25`, hence `ε < 12 / fan-in` (measured at 48², 24×24
+/// patches 8 apart, 192 units, fan-in 1,728: 0.006 learns, 0.01 diverges; the old fixed 0.02
+/// went 1.2 → 5,000 → 1.8e8). Binary visible units add the sigmoid's slope (≤ 0.25) and so
+/// take about 4× more. The caps are the rates measured on 16² crops (fan-in 96), where the
+/// overlap is small.
+pub fn default_learning_rate(g: &Geometry, visible_units: VisibleUnits) -> f32 {
+    let fan_in = visible_fan_in(g).max(1) as f32;
+    match visible_units {
+        VisibleUnits::Gaussian => (8.0 / fan_in).min(0.02),
+        VisibleUnits::Bernoulli => (32.0 / fan_in).min(0.5),
+    }
 }
 
 /// Cases per chunk for this geometry (at least 1).

@@ -16,12 +16,12 @@ use clap::{Args, ValueEnum};
 use deepbelief::bench::sparse_coding::grating_images;
 use deepbelief::data::idx::read_idx_images;
 use deepbelief::data::patches::GreyImage;
-use deepbelief::engine::local_stack::LocalEpochEvent;
+use deepbelief::engine::local_stack::{LocalEpochEvent, LocalStackOptions};
 use deepbelief::format::local_rbm::{write, write_parts, EpochRecord, SavedLocalStack};
 use deepbelief::local_rbm::crops::image_crops;
 use deepbelief::local_rbm::filters::filters_picture;
 use deepbelief::local_rbm::stack::{plan_stack, LayerSpec};
-use deepbelief::local_rbm::LocalCdSettings;
+use deepbelief::local_rbm::{default_learning_rate, LocalCdSettings};
 use deepbelief::model::VisibleUnits;
 use deepbelief::report::atomic::AtomicFile;
 use serde_json::json;
@@ -73,6 +73,9 @@ pub struct LocalRbmArgs {
     /// random. Without it: 8 Philox grating images.
     #[arg(long, num_args = 1..)]
     pub images: Vec<PathBuf>,
+    /// Every layer's rate; without it each layer's default scales with its overlap:
+    /// min(0.02, 8 / fan-in) for Gaussian visible units, min(0.5, 32 / fan-in) for binary,
+    /// fan-in = patches over a pixel × hidden units per patch.
     #[arg(long)]
     pub learning_rate: Option<f32>,
     #[arg(long)]
@@ -93,6 +96,11 @@ pub struct LocalRbmArgs {
     /// batches only, the model downloaded after each epoch), or auto.
     #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
     pub backend: BackendChoice,
+    /// With --backend gpu: download the model (and its velocities) after every N epochs and
+    /// after each layer's last, writing the checkpoint then; 0: only after each layer's last.
+    /// Each download is also where a lost device resumes on the CPU.
+    #[arg(long, default_value_t = 1)]
+    pub checkpoint_every: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -132,11 +140,13 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
         VisibleChoice::Binary => VisibleUnits::Bernoulli,
     };
     let base = LocalCdSettings::default();
+    let units_of = |k: usize| if k == 0 { first_units } else { VisibleUnits::Bernoulli };
     let settings_of = |k: usize| LocalCdSettings {
-        visible_units: if k == 0 { first_units } else { VisibleUnits::Bernoulli },
+        visible_units: units_of(k),
         epochs: args.epochs,
         batch_size: args.batch,
-        learning_rate: args.learning_rate.unwrap_or(base.learning_rate),
+        // Unless given: scaled to the layer's overlap (`default_learning_rate`).
+        learning_rate: args.learning_rate.unwrap_or_else(|| default_learning_rate(&plan[k], units_of(k))),
         weight_penalty: args.weight_penalty.unwrap_or(base.weight_penalty),
         sparsity_penalty: args.sparsity_penalty.unwrap_or(base.sparsity_penalty),
         sparsity_target: args.sparsity_target.unwrap_or(base.sparsity_target),
@@ -172,6 +182,8 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     // The checkpoint after every epoch: the layers trained so far and the one in training.
     let (mut done, mut history): (Vec<deepbelief::local_rbm::LocalRbm>, Vec<Vec<EpochRecord>>) = (Vec::new(), Vec::new());
     let mut checkpoint_error: Option<String> = None;
+    // Seconds each epoch's checkpoint took to write, per layer (0 where none was written).
+    let mut checkpoint_seconds: Vec<Vec<f64>> = Vec::new();
     let on_epoch = |event: &LocalEpochEvent| {
         if let Some(why) = event.fell_back {
             output.text(&format!("  the device was lost ({why})"));
@@ -185,14 +197,22 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
         if event.report.epoch == settings[event.layer].epochs {
             done.push(event.model.clone());
         }
-        let mut layers: Vec<&deepbelief::local_rbm::LocalRbm> = done.iter().take(event.layer).collect();
-        layers.push(event.model);
-        if let Err(e) = write_checkpoint(&model_path, &layers, &settings[..layers.len()], &inputs, &history) {
-            checkpoint_error.get_or_insert(e);
+        if event.layer == checkpoint_seconds.len() {
+            checkpoint_seconds.push(Vec::new());
         }
+        let started = std::time::Instant::now();
+        if event.fresh {
+            let mut layers: Vec<&deepbelief::local_rbm::LocalRbm> = done.iter().take(event.layer).collect();
+            layers.push(event.model);
+            if let Err(e) = write_checkpoint(&model_path, &layers, &settings[..layers.len()], &inputs, &history) {
+                checkpoint_error.get_or_insert(e);
+            }
+        }
+        checkpoint_seconds[event.layer].push(started.elapsed().as_secs_f64());
     };
     let training_started = std::time::Instant::now();
-    let run = pollster::block_on(engine.train_local_stack(&plan, &settings, &cases, on_epoch))?;
+    let options = LocalStackOptions { download_every: args.checkpoint_every };
+    let run = pollster::block_on(engine.train_local_stack_with(&plan, &settings, &cases, options, on_epoch))?;
     let training_seconds = training_started.elapsed().as_secs_f64();
     if let Some(e) = checkpoint_error {
         return Err(e);
@@ -216,12 +236,26 @@ pub fn run(args: LocalRbmArgs) -> Result<(), String> {
     png_file.commit()?;
     output.text(&format!("wrote {} and {}", model_path.display(), png_path.display()));
     let epoch_seconds: Vec<Vec<f64>> = saved.history.iter().map(|h| h.iter().map(|r| r.seconds).collect()).collect();
+    // Per layer: each epoch's train / score / download / checkpoint seconds, the propagation to
+    // the next layer, the rate used, and the input's mean and spread (over the first 384 cases).
+    let breakdown: Vec<serde_json::Value> = (0..saved.layers.len())
+        .map(|k| {
+            let epochs: Vec<serde_json::Value> = run.epoch_times[k]
+                .iter()
+                .enumerate()
+                .map(|(e, t)| json!({ "train": t.train, "score": t.score, "download": t.download, "checkpoint": checkpoint_seconds.get(k).and_then(|c| c.get(e)).copied().unwrap_or(0.0) }))
+                .collect();
+            let errors: Vec<f64> = saved.history[k].iter().map(|r| r.reconstruction_error).collect();
+            json!({ "layer": k + 1, "learning_rate": saved.settings[k].learning_rate, "input": run.input_stats.get(k), "reconstruction_errors": errors,
+                    "epochs": epochs, "propagate_seconds": run.propagate_seconds.get(k) })
+        })
+        .collect();
     output.finish(&json!({
         "layers": saved.layers.len(), "parameters": parameters, "reconstruction_error": last_error, "epochs": args.epochs, "cases": args.cases,
         "backends": run.backends, "fell_back": run.fell_back,
         // Wall time of the whole stack's training (propagation, downloads and scoring included),
         // and each layer's epochs (on the device: the batches' submissions until idle).
-        "training_seconds": training_seconds, "epoch_seconds": epoch_seconds,
+        "training_seconds": training_seconds, "epoch_seconds": epoch_seconds, "layer_breakdown": breakdown,
     }));
     Ok(())
 }
