@@ -54,7 +54,11 @@ fn greedy_stack_has_chained_shapes_and_sorted_units() {
 fn stack_configuration_errors_name_the_field() {
     let data = mnist(100);
     let bad = |config: StackConfig| GreedyTrainer::new(config, &data).err().expect("rejected").to_string();
-    assert!(bad(StackConfig { layers: vec![], ..StackConfig::default() }).contains("layers"));
+    // Zero RBM layers is a plain MLP: the greedy trainer accepts it and is finished at once,
+    // but a stack that must train RBMs still names the field.
+    let plain = StackConfig { layers: vec![], ..StackConfig::default() };
+    assert!(plain.validate(100).unwrap_err().to_string().contains("layers"));
+    assert!(GreedyTrainer::new(plain, &data).expect("plain MLP accepted").finished());
     assert!(bad(StackConfig { layers: vec![10, 0], ..StackConfig::default() }).contains("layers"));
     let rbm = CdConfig { learning_rate: -1.0, ..CdConfig::default() };
     assert!(bad(StackConfig { layers: vec![10], rbm, ..StackConfig::default() }).contains("learning_rate"));

@@ -124,7 +124,10 @@ export function mnistSubset(count) {
 }
 
 // Loads IDX buffers through the data panel's file pickers; resolves once the data is in.
+// Waits for the page to be ready first: the initial load selects the built-in source when
+// the engine has started, which would undo an earlier click on the file source.
 export async function uploadIdx(page, { images, labels }, name = 'subset') {
+  await waitReady(page);
   await page.check('#data-source-idx');
   await page.setInputFiles('#idx-labels', { name: `${name}-labels-idx1-ubyte`, mimeType: 'application/octet-stream', buffer: labels });
   await page.setInputFiles('#idx-images', { name: `${name}-images-idx3-ubyte`, mimeType: 'application/octet-stream', buffer: images });

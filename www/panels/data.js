@@ -249,7 +249,9 @@ export function mountData(section, app) {
         if (summary) await applyHeldOut();
         return;
       }
-      showSource('default');
+      // A visitor who already picked another source while the engine started keeps it.
+      const picked = section.querySelector('input[name=data-source]:checked')?.value ?? 'default';
+      showSource(picked);
       await load('default', 'loadDefault', {});
     },
     async reload() {
