@@ -16,6 +16,8 @@ const FAMILY_PARTS = {
   dbn: { belowFold: ['charts', 'reconstructions', 'histograms', 'dream', 'results', 'storage', 'epoch_log'], headline: [] },
   autoencoder: { belowFold: ['ae_log'], headline: ['chart_ae_cost', 'chart_ae_sparsity'] },
   sparse_coding: { belowFold: ['sc_log'], headline: ['chart_sc_objective', 'chart_sc_codes'] },
+  local_rbm: { belowFold: [], headline: ['chart_lr_error'] },
+  sequences: { belowFold: [], headline: ['chart_sq_error', 'chart_sq_timing'] },
 };
 
 // What an embed can show. `keys`: the hide flags an unchecked option sets; `children`: finer
@@ -29,6 +31,8 @@ const EMBED_OPTIONS = [
       { id: 'steps', family: 'dbn', label: 'Step buttons', keys: ['step_batch', 'step_epoch'], tip: 'Step batch and Step epoch: train one mini-batch or one epoch at a time.' },
       { id: 'ae_step', family: 'autoencoder', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one iteration at a time.' },
       { id: 'sc_step', family: 'sparse_coding', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one mini-batch at a time.' },
+      { id: 'lr_step', family: 'local_rbm', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one epoch at a time.' },
+      { id: 'sq_step', family: 'sequences', label: 'Step button', keys: ['step_epoch'], tip: 'Step: train one chunk of steps at a time.' },
       { id: 'cancel_reset', label: 'Cancel and Reset', keys: ['cancel', 'reset'], tip: 'Cancel stops a run; Reset forgets the model.' },
     ],
   },
@@ -37,7 +41,7 @@ const EMBED_OPTIONS = [
   {
     id: 'model', label: 'Settings form', keys: ['model'], tip: 'Every model and training setting. Hidden, the embed trains with the settings of this link.',
     children: [
-      { id: 'family', label: 'Model family choice', keys: ['family'], tip: 'The choice between the deep belief net, the sparse autoencoder and sparse coding. Hidden, the embed keeps the family of this link.' },
+      { id: 'family', label: 'Model family choice', keys: ['family'], tip: 'The choice between the deep belief net, the sparse autoencoder, sparse coding, the local-patch RBM and the recurrent net. Hidden, the embed keeps the family of this link.' },
     ],
   },
   { id: 'samples', family: 'dbn', label: 'Gibbs samples', keys: ['samples'], tip: 'The Gibbs chains: what the model generates.' },
@@ -50,6 +54,12 @@ const EMBED_OPTIONS = [
   { id: 'sc_reconstructions', family: 'sparse_coding', label: 'Reconstructions', keys: ['sc_reconstructions'], tip: 'Patches from the digits above what the basis and their codes rebuild.' },
   { id: 'chart_sc_objective', family: 'sparse_coding', label: 'Objective curve', keys: ['chart_sc_objective'], tip: 'The objective ½‖X − BA‖² + β‖A‖₁ after each mini-batch.' },
   { id: 'chart_sc_codes', family: 'sparse_coding', label: 'Codes and sparsity', keys: ['chart_sc_codes'], tip: 'The histograms of the non-zero codes and of the non-zero codes per patch, against the target sparsity.' },
+  { id: 'lr_filters', family: 'local_rbm', label: 'Filters per patch position', keys: ['lr_filters'], tip: 'The filters each patch position learnt, laid out as the positions lie on the image.' },
+  { id: 'chart_lr_error', family: 'local_rbm', label: 'Error curve', keys: ['chart_lr_error'], tip: 'The reconstruction error after each epoch.' },
+  { id: 'sq_hidden_state', family: 'sequences', label: 'Hidden state over time', keys: ['sq_hidden_state'], tip: 'The hidden units, outputs and targets over held-out steps, and which steps were right.' },
+  { id: 'sq_sensitivity', family: 'sequences', label: 'Sensitivity tensor', keys: ['sq_sensitivity'], tip: 'What RTRL carries forward: ∂a/∂w of one weight block, a tile per unit.' },
+  { id: 'chart_sq_error', family: 'sequences', label: 'Error curve', keys: ['chart_sq_error'], tip: 'The mean error of each chunk of online steps.' },
+  { id: 'chart_sq_timing', family: 'sequences', label: 'CPU vs GPU timing', keys: ['chart_sq_timing'], tip: 'The µs per RTRL step on the CPU and on WebGPU over n, with its button: Moore\'s crossover in the visitor\'s browser.' },
   { id: 'headline', family: 'dbn', label: 'Headline charts', keys: ['headline'], tip: 'The charts next to the pictures on the first screen.' },
   { id: 'charts', family: 'dbn', label: 'More charts (below the fold)', keys: ['charts'], tip: 'The full set of training charts below the first screen.' },
   { id: 'reconstructions', family: 'dbn', label: 'Reconstructions', keys: ['reconstructions'], tip: 'Data cases beside their reconstructions through the stack.' },

@@ -168,6 +168,38 @@ for (const build of builds) {
       }
     });
 
+    test('for the local-patch RBM and the recurrent net the builder lists their parts and writes their hide keys with the family', async () => {
+      const cases = {
+        local_rbm: {
+          listed: ['header', 'training', 'lr_step', 'cancel_reset', 'data', 'network', 'model', 'family', 'lr_filters', 'chart_lr_error', 'about', 'share'],
+          charts: ['chart_lr_error'],
+        },
+        sequences: {
+          listed: ['header', 'training', 'sq_step', 'cancel_reset', 'data', 'network', 'model', 'family', 'sq_hidden_state', 'sq_sensitivity', 'chart_sq_error', 'chart_sq_timing', 'about', 'share'],
+          charts: ['chart_sq_error', 'chart_sq_timing'],
+        },
+      };
+      for (const [family, expected] of Object.entries(cases)) {
+        const { page, problems } = await openPage(build, `family=${family}&seed=5`);
+        try {
+          await waitReady(page);
+          await page.click('#embed-open');
+          assert.deepEqual(await shownOptions(page), expected.listed, family);
+          const defaults = await codeSrc(page);
+          assert.match(defaults, new RegExp(`[#&]family=${family}(&|$)`));
+          // Nothing lies below the fold in these modes, so its heading always goes.
+          assert.deepEqual(hideKeys(defaults), ['more_heading', 'share']);
+          for (const chart of expected.charts) await page.uncheck(`#embed-show-${chart}`);
+          await page.uncheck(`#embed-show-${expected.listed[2]}`);
+          assert.deepEqual(hideKeys(await codeSrc(page)), [...expected.charts, 'headline', 'more_heading', 'share', 'step_epoch'].sort(), family);
+          await page.keyboard.press('Escape');
+          assert.deepEqual(problems, []);
+        } finally {
+          await page.close();
+        }
+      }
+    });
+
     test('for the autoencoder the builder lists its parts, writes their hide keys with family=autoencoder, and the embed trains it', async () => {
       const { page, problems } = await openPage(build, 'family=autoencoder&hidden=25&iterations=3&cases=300&seed=7&ae_backend=cpu');
       let embedding = null;
