@@ -1,9 +1,9 @@
 // rtrl_step.wgsl: the O(n²) parts of Moore's RTRL step on the device (issue 20), so a step's
 // only read-back is E and the output: the forward step (Moore 3.1–3.2), ∂E/∂y, E (2.12) and
-// δ^y in one kernel, the back-propagation shortcut's δ's (§5.10), the gradient of the shortcut
-// blocks fused with the online Euler step, and the one-row product that folds the output's
-// tensor into the gradient. The O(n⁴) sensitivity update is gpu::gemm plus
-// rtrl_sensitivity.wgsl. CPU reference: recurrent::network::forward, Network::output_error,
+// δ^y in one kernel, the back-propagation shortcut's δ's (§5.10), and the gradient of the
+// shortcut blocks fused with the online Euler step. The O(n⁴) sensitivity update is gpu::gemm
+// plus rtrl_sensitivity.wgsl or rtrl_fold.wgsl (which also folds tensors into the gradient).
+// CPU reference: recurrent::network::forward, Network::output_error,
 // rtrl::shortcut_gradients, train_step.
 // Layouts (f32 unless said):
 //   graph     u32: a header [n_in, where the targets start in examples, where the outputs
@@ -17,7 +17,7 @@
 //   prev      the previous step's frame, same layout (read only);
 //   examples  a submission's [inputs (capacity × n_in) | targets (capacity × outputs)];
 //   work      [∂E/∂y (outputs) | E (1) | δ of every layer (total, at the layers' offsets)];
-//   gradient  ∂E/∂θ in the params layout (tensor blocks' written by the GEMM or fold,
+//   gradient  ∂E/∂θ in the params layout (tensor blocks' written by rtrl_fold.wgsl,
 //             shortcut blocks' by gradient_euler);
 //   results   a submission's [E per step (capacity) | output per step (capacity × outputs)];
 //   slot      x: the step's slot in examples and results (a dynamic offset per step).
@@ -49,12 +49,6 @@ struct StepDims {
 @group(0) @binding(7) var<storage, read_write> gradient: array<f32>;
 @group(0) @binding(8) var<storage, read_write> results: array<f32>;
 @group(0) @binding(9) var<uniform> slot: vec4<u32>;
-// fold's own bindings (its pipeline's layout is derived from the entry point alone):
-// fold_dims [k, width, accumulate, offset of the chunk in the flat gradient].
-@group(0) @binding(10) var<storage, read> fold_dims: array<u32>;
-@group(0) @binding(11) var<storage, read> fold_row: array<f32>;
-@group(0) @binding(12) var<storage, read> fold_tensor: array<f32>;
-@group(0) @binding(13) var<storage, read_write> fold_out: array<f32>;
 
 const WG: u32 = 64u;
 const HEAD: u32 = 4u;
@@ -245,26 +239,4 @@ fn gradient_euler(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_
         g = gradient[x];
     }
     params[x] -= dims.rate * g;
-}
-
-// The folded output: fold_out[offset + c] (+)= Σ_j fold_row[j] · fold_tensor[j, c], a row
-// (δ^yᵀ w^{y,k}, k values) times a tensor chunk (k × width), one invocation per column, so
-// the tensor is read once, coalesced (a one-row GEMM would compute a whole tile of rows).
-@compute @workgroup_size(64)
-fn fold(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let c = flat_index(wid, nwg, lid);
-    let k = fold_dims[0];
-    let width = fold_dims[1];
-    if (c >= width) {
-        return;
-    }
-    var sum = 0.0;
-    for (var j = 0u; j < k; j++) {
-        sum += fold_row[j] * fold_tensor[j * width + c];
-    }
-    let at = fold_dims[3] + c;
-    if (fold_dims[2] != 0u) {
-        sum += fold_out[at];
-    }
-    fold_out[at] = sum;
 }

@@ -10,6 +10,8 @@
 mod support;
 
 use deepbelief::gpu::recurrent::{chunk_width, sensitivity_update, OwnTerm};
+use deepbelief::gpu::recurrent_fold::{finish_fold, finish_fold_reference, FoldCase, FoldDims};
+use deepbelief::gpu::recurrent_step::RtrlKnobs;
 use deepbelief::recurrent::graph::Source;
 use deepbelief::recurrent::products::Term;
 use deepbelief::recurrent::{EdgeSpec, Frame, GraphSpec, Network, Preset, Rtrl, RtrlMode};
@@ -180,12 +182,17 @@ fn bench_rows_on_the_device_follow_the_cpus() {
 /// `DeviceRtrl` (the whole step on the device, `capacity` steps per submission) and `Rtrl`
 /// trained side by side for `steps` online steps: per step the same `E` and output, then the
 /// same weights and last tensors, to f32 rounding accumulated over the steps.
+/// The knobs come from the environment (DEEPBELIEF_RTRL_FUSED=0 runs the unfused path).
 fn device_step_matches(net: Network, mode: RtrlMode, steps: u64, capacity: usize, binding: Option<u64>) {
+    device_step_matches_with(net, mode, steps, capacity, binding, RtrlKnobs::from_env().unwrap());
+}
+
+fn device_step_matches_with(net: Network, mode: RtrlMode, steps: u64, capacity: usize, binding: Option<u64>, knobs: RtrlKnobs) {
     use deepbelief::gpu::recurrent_step::DeviceRtrl;
     let ctx = context();
     let mut cpu_net = net.clone();
     let mut cpu = Rtrl::new(&cpu_net, mode).unwrap();
-    let mut gpu = DeviceRtrl::new(&ctx, &net, mode, binding, capacity).unwrap();
+    let mut gpu = DeviceRtrl::with_knobs(&ctx, &net, mode, binding, capacity, knobs).unwrap();
     let (ni, no) = (cpu_net.graph.layers[0], *cpu_net.graph.layers.last().unwrap());
     let (mut inputs, mut targets) = (Vec::new(), Vec::new());
     for t in 0..steps {
@@ -252,4 +259,63 @@ fn device_resident_steps_in_split_tensors() {
     device_step_matches(Network::initialise(Preset::Elman.graph(6, 6, 3), 1, 2.0).unwrap(), RtrlMode::Full, 30, 8, Some(4 * 6 * 8));
     // The 24-unit Elman net in chunks of 5 columns: μ[1←1] (P = 576) in 116 chunks.
     device_step_matches(Network::initialise(Preset::Elman.graph(24, 24, 12), 1, 2.0).unwrap(), RtrlMode::Shortcut, 12, 12, Some(4 * 24 * 5));
+}
+
+/// `n` values in [−1, 1) from the Philox stream.
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let s = RngStream::new(seed, 0, Purpose::DataSample);
+    (0..n).map(|i| 2.0 * s.uniform(i as u64) - 1.0).collect()
+}
+
+#[test]
+fn fold_kernels_follow_the_reference() {
+    // rtrl_fold.wgsl against its plain-loop reference: rows and columns that are not multiples
+    // of the workgroup's 8 row groups × 4 loads and 32 columns, chunks starting inside the
+    // block's P (the Kronecker term's row and column from col0 + c), the gradient at an offset
+    // with neighbours left alone, every flag of both entry points.
+    let ctx = context();
+    let flags = [(true, 1, 1, 0), (true, 0, 1, 1), (true, 1, 0, 1), (true, 0, 0, 0), (false, 0, 0, 0), (false, 0, 0, 1)];
+    // (rows, block_cols, col0, width): col0 + width ≤ rows · block_cols = P.
+    for (shape, &(rows, block_cols, col0, width)) in [(1, 1, 0, 1), (5, 9, 3, 37), (12, 10, 0, 100), (37, 20, 130, 70), (64, 5, 60, 257)].iter().enumerate() {
+        let seed = 10 * shape as u64;
+        let (tensor, deriv, source, row) = (values(seed, rows * width), values(seed + 1, rows), values(seed + 2, block_cols), values(seed + 3, rows));
+        let offset = 4;
+        let gradient = values(seed + 4, offset + width + 5);
+        for &(finish, own, accumulate, gradient_accumulate) in &flags {
+            let dims = FoldDims { rows: rows as u32, width: width as u32, block_cols: block_cols as u32, col0: col0 as u32, own, accumulate, gradient_accumulate, gradient_offset: offset as u32 };
+            let case = FoldCase { dims, finish, tensor: &tensor, deriv: &deriv, source: &source, row: &row, gradient: &gradient };
+            let (want_tensor, want_gradient) = finish_fold_reference(&case);
+            let (got_tensor, got_gradient) = pollster::block_on(finish_fold(&ctx, &case)).unwrap();
+            let what = format!("{rows} × {width} from column {col0}, finish {finish}, own {own}, accumulate {accumulate}, gradient_accumulate {gradient_accumulate}");
+            let worst = want_tensor.iter().zip(&got_tensor).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst <= 1e-6, "{what}: tensors differ by {worst}");
+            if !finish {
+                assert_eq!(got_tensor, tensor, "{what}: fold left the tensor alone");
+            }
+            let scale = want_gradient.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+            let worst = want_gradient.iter().zip(&got_gradient).fold(0.0f32, |m, (a, b)| m.max((a - b).abs()));
+            assert!(worst <= 1e-5 * scale, "{what}: gradients differ by {worst} (largest {scale})");
+            assert_eq!((&got_gradient[..offset], &got_gradient[offset + width..]), (&gradient[..offset], &gradient[offset + width..]), "{what}: entries outside the chunk");
+        }
+    }
+}
+
+#[test]
+fn device_steps_fused_and_not() {
+    // Both paths whatever the environment says: the finishing kernel and fold (fused off) and
+    // finish_fold (on), on nets whose P is no multiple of 32 (10-10-5: P = 100 and 10) and in
+    // ragged chunks of 37 columns (100 = 37 + 37 + 26), the output formed (the every-edge graph,
+    // Jordan) or folded (Elman), the own term of w[2←1] first (Elman with full RTRL).
+    for fused in [false, true] {
+        let knobs = RtrlKnobs { fused, ..RtrlKnobs::default() };
+        device_step_matches_with(Network::initialise(tangled(), 3, 1.5).unwrap(), RtrlMode::Full, 20, 8, None, knobs);
+        device_step_matches_with(Network::initialise(Preset::Elman.graph(10, 10, 5), 1, 2.0).unwrap(), RtrlMode::Shortcut, 20, 8, None, knobs);
+        device_step_matches_with(Network::initialise(Preset::Elman.graph(10, 10, 5), 1, 2.0).unwrap(), RtrlMode::Full, 20, 8, Some(4 * 10 * 37), knobs);
+        device_step_matches_with(Network::initialise(Preset::Jordan.graph(4, 5, 2), 1, 2.0).unwrap(), RtrlMode::Shortcut, 20, 7, Some(4 * 5 * 3), knobs);
+    }
+    let parse = |value: &str| RtrlKnobs::parse(|name| (name == "DEEPBELIEF_RTRL_FUSED").then(|| value.to_string()));
+    assert!(RtrlKnobs::default().fused);
+    assert_eq!((parse("1").unwrap().fused, parse("0").unwrap().fused), (true, false));
+    let error = parse("yes").unwrap_err().0;
+    assert!(error.contains("DEEPBELIEF_RTRL_FUSED") && error.contains("yes"), "{error}");
 }

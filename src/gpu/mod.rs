@@ -17,6 +17,7 @@ pub mod local_rbm;
 pub mod local_rbm_trainer;
 pub mod mlp;
 pub mod recurrent;
+pub mod recurrent_fold;
 pub mod recurrent_step;
 pub mod sample;
 pub mod shader;

@@ -30,6 +30,7 @@
 
 use super::gemm::{GemmCall, GemmKernels, GemmOp, MatRef, Tiling};
 use super::recurrent::{chunk_width, SensitivityDims};
+use super::recurrent_fold::FoldDims;
 use super::{shader, GpuContext, GpuError};
 use crate::recurrent::graph::Source;
 use crate::recurrent::{Network, RtrlMode};
@@ -71,11 +72,21 @@ pub(crate) fn source() -> String {
 /// (`PROFILE_SETTINGS` in bench/rtrl_device.sh):
 /// - `DEEPBELIEF_RTRL_TILING=auto|small|medium|wide|large|huge` (auto: `Tiling::auto`);
 /// - `DEEPBELIEF_RTRL_SPLIT_K=auto|N` (auto: `gemm::auto_splits`; the products' k is a layer's
-///   fan-in, 2n on the adder).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///   fan-in, 2n on the adder);
+/// - `DEEPBELIEF_RTRL_FUSED=1|0` (1, the default: where a tensor is folded into the gradient
+///   right after it is formed, `finish_fold` finishes it and folds it in one pass; 0: the
+///   finishing kernel, then `fold`, as before 2026-11-30).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtrlKnobs {
     pub tiling: Option<Tiling>,
     pub split_k: Option<u32>,
+    pub fused: bool,
+}
+
+impl Default for RtrlKnobs {
+    fn default() -> Self {
+        RtrlKnobs { tiling: None, split_k: None, fused: true }
+    }
 }
 
 impl RtrlKnobs {
@@ -113,6 +124,13 @@ impl RtrlKnobs {
                 },
             };
         }
+        if let Some(v) = var("DEEPBELIEF_RTRL_FUSED") {
+            knobs.fused = match v.trim() {
+                "1" | "" => true,
+                "0" => false,
+                other => return Err(GpuError(format!("DEEPBELIEF_RTRL_FUSED: \"{other}\" is not a setting (expected 1 or 0)"))),
+            };
+        }
         Ok(knobs)
     }
 
@@ -126,7 +144,7 @@ impl RtrlKnobs {
     pub fn describe(&self) -> String {
         let tiling = self.tiling.map_or("auto".to_string(), |t| format!("{t:?}").to_lowercase());
         let split = self.split_k.map_or("auto".to_string(), |n| n.to_string());
-        format!("tiling {tiling}, split k {split}")
+        format!("tiling {tiling}, split k {split}, fused {}", self.fused as u8)
     }
 }
 
@@ -226,7 +244,8 @@ const BACKPROP: usize = 2;
 const SHORTCUT_GRADIENT: usize = 3;
 const GRADIENT_EULER: usize = 4;
 const SENSITIVITY: usize = 5;
-const FOLD: usize = 6;
+const FINISH_FOLD: usize = 6;
+const FOLD: usize = 7;
 
 /// RTRL with every step on the device; see the module's documentation.
 pub struct DeviceRtrl {
@@ -354,9 +373,12 @@ impl DeviceRtrl {
             .collect();
         let sensitivity_module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("rtrl_sensitivity"), source: wgpu::ShaderSource::Wgsl(super::recurrent::source().into()) });
         pipelines.push(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some("rtrl_sensitivity"), layout: None, module: &sensitivity_module, entry_point: Some("main"), compilation_options: Default::default(), cache: None }));
-        pipelines.push(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some("fold"), layout: None, module: &module, entry_point: Some("fold"), compilation_options: Default::default(), cache: None }));
+        let fold_module = device.create_shader_module(wgpu::ShaderModuleDescriptor { label: Some("rtrl_fold"), source: wgpu::ShaderSource::Wgsl(super::recurrent_fold::source().into()) });
+        for entry in ["finish_fold", "fold"] {
+            pipelines.push(device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor { label: Some(entry), layout: None, module: &fold_module, entry_point: Some(entry), compilation_options: Default::default(), cache: None }));
+        }
         let sensitivity_layout = pipelines[SENSITIVITY].get_bind_group_layout(0);
-        let fold_layout = pipelines[FOLD].get_bind_group_layout(0);
+        let fold_layouts = [pipelines[FINISH_FOLD].get_bind_group_layout(0), pipelines[FOLD].get_bind_group_layout(0)];
 
         let base = StepDims { blocks: net.blocks.len() as u32, total: total as u32, outputs: n_out as u32, out_offset: layer_offsets[out] as u32, ..Default::default() };
         let mut keep = Vec::new();
@@ -382,21 +404,22 @@ impl DeviceRtrl {
             (group, uniform)
         };
         let per_invocation = |count: usize| shader::grid((count as u32).div_ceil(WG));
-        let fold_op = |label: String, k: usize, width: usize, accumulate: bool, out_at: usize, row: wgpu::BindingResource<'_>, tensor: &wgpu::Buffer, keep: &mut Vec<wgpu::Buffer>| -> Op {
-            let dims = [k as u32, width as u32, accumulate as u32, out_at as u32];
-            let dims_buffer = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl fold dims"), contents: bytemuck::cast_slice(&dims), usage: wgpu::BufferUsages::STORAGE });
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("rtrl fold"),
-                layout: &fold_layout,
-                entries: &[
-                    wgpu::BindGroupEntry { binding: 10, resource: dims_buffer.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 11, resource: row },
-                    wgpu::BindGroupEntry { binding: 12, resource: tensor.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 13, resource: gradient.as_entire_binding() },
-                ],
-            });
-            keep.push(dims_buffer);
-            Op::kernel(label, FOLD, bind_group, per_invocation(width), false)
+        // rtrl_fold.wgsl: `finishing` (σ' and the block's source) makes it finish_fold, else fold.
+        let fold_op = |label: String, dims: FoldDims, row: wgpu::BindingResource<'_>, tensor: &wgpu::Buffer, finishing: Option<(wgpu::BindingResource<'_>, wgpu::BindingResource<'_>)>, keep: &mut Vec<wgpu::Buffer>| -> Op {
+            let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl fold dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM });
+            let mut entries = vec![
+                wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 3, resource: row },
+                wgpu::BindGroupEntry { binding: 4, resource: tensor.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 5, resource: gradient.as_entire_binding() },
+            ];
+            let pipeline = if finishing.is_some() { FINISH_FOLD } else { FOLD };
+            if let Some((deriv, source)) = finishing {
+                entries.extend([wgpu::BindGroupEntry { binding: 1, resource: deriv }, wgpu::BindGroupEntry { binding: 2, resource: source }]);
+            }
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("rtrl fold"), layout: &fold_layouts[pipeline - FINISH_FOLD], entries: &entries });
+            keep.push(uniform);
+            Op::kernel(label, pipeline, bind_group, super::recurrent_fold::groups(dims.width as usize), false)
         };
 
         let widest = *layers.iter().max().expect("layers");
@@ -447,7 +470,12 @@ impl DeviceRtrl {
                     ops.push(Op { label: format!("fold row δ^yᵀ {} (gemm 1×{}×{})", cb.name(), n_out, cb.cols), compute: Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)) });
                 }
             }
-            // 3. The tensors.
+            // 3. The tensors, and their gradients. Where a tensor is folded into the gradient
+            // right after it is formed (the output's tensor by ∂E/∂y where it is formed, or a
+            // layer feeding the output by δ^yᵀ w^{y,k} where the output's is folded), finish_fold
+            // finishes it and folds it in one pass (knobs.fused); the other folds (a recurrent
+            // edge into the output reads the previous step's tensor) run after the block's
+            // tensors. A block's gradient is written by its first term and added to by the rest.
             for (index, block) in net.blocks.iter().enumerate() {
                 let Some(t) = &tensors[index] else { continue };
                 let source = match block.source {
@@ -455,10 +483,33 @@ impl DeviceRtrl {
                     Source::Previous(q) => in_frame(prev, layer_offsets[q], block.cols),
                     Source::Bias => ones.as_entire_binding(),
                 };
+                let formed = !t.sets[out].is_empty();
+                let folds_here = !formed && fold_output && graph.dependents(block.to)[out];
+                let mut written = false;
+                if folds_here && block.to == out {
+                    // The own term δ^y_s a^n_t (it writes the block's gradient).
+                    let (bind_group, _) = step_group(StepDims { block: index as u32, count: block.len() as u32, ..base }, parity);
+                    ops.push(Op::kernel(format!("∂E/∂{}: own term", block.name()), SHORTCUT_GRADIENT, bind_group, per_invocation(block.len()), true));
+                    written = true;
+                }
+                // The row that folds layer i's tensor as it is finished, where fused.
+                let fused_row = |i: usize| -> Option<(String, wgpu::BindingResource<'_>)> {
+                    if !knobs.fused {
+                        None
+                    } else if formed && i == out {
+                        Some(("∂E/∂y·ξ^y".to_string(), work.as_entire_binding()))
+                    } else if folds_here {
+                        let ci = net.blocks.iter().position(|cb| cb.to == out && cb.source == Source::Layer(i))?;
+                        Some((format!("(δ^yᵀ {})·ξ", net.blocks[ci].name()), folded[ci].as_entire_binding()))
+                    } else {
+                        None
+                    }
+                };
                 for i in 1..layers.len() {
                     if t.sets[i].is_empty() {
                         continue;
                     }
+                    let fused = fused_row(i);
                     for (c, &(col0, width)) in t.chunks.iter().enumerate() {
                         let chunk = if t.chunks.len() > 1 { format!(" chunk {c}") } else { String::new() };
                         let tensor_out = &t.current(i, parity)[c];
@@ -476,7 +527,15 @@ impl DeviceRtrl {
                             ops.push(Op { label, compute: Compute::Gemm(Box::new(call)) });
                             terms += 1;
                         }
-                        let dims = SensitivityDims { rows: layers[i] as u32, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own: (i == block.to) as u32, accumulate: (terms > 0) as u32, finish: 1 };
+                        let deriv = in_frame(frame, total + layer_offsets[i], layers[i]);
+                        let own = (i == block.to) as u32;
+                        if let Some((what, row)) = &fused {
+                            let dims = FoldDims { rows: layers[i] as u32, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own, accumulate: (terms > 0) as u32, gradient_accumulate: written as u32, gradient_offset: (block.offset + col0) as u32 };
+                            let label = format!("ξ[{}] layer {i}{chunk}: Kronecker term, σ', ∂E/∂{} {} {what} (finish_fold)", block.name(), block.name(), if written { "+=" } else { "=" });
+                            ops.push(fold_op(label, dims, row.clone(), tensor_out, Some((deriv, source.clone())), &mut keep));
+                            continue;
+                        }
+                        let dims = SensitivityDims { rows: layers[i] as u32, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own, accumulate: (terms > 0) as u32, finish: 1 };
                         let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl sensitivity dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM });
                         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
                             label: Some("rtrl_sensitivity"),
@@ -485,7 +544,7 @@ impl DeviceRtrl {
                                 wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 1, resource: dummy.as_entire_binding() },
                                 wgpu::BindGroupEntry { binding: 2, resource: dummy.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 3, resource: in_frame(frame, total + layer_offsets[i], layers[i]) },
+                                wgpu::BindGroupEntry { binding: 3, resource: deriv },
                                 wgpu::BindGroupEntry { binding: 4, resource: source.clone() },
                                 wgpu::BindGroupEntry { binding: 5, resource: tensor_out.as_entire_binding() },
                             ],
@@ -493,29 +552,28 @@ impl DeviceRtrl {
                         keep.push(uniform);
                         ops.push(Op::kernel(format!("ξ[{}] layer {i}{chunk}: Kronecker term, σ'", block.name()), SENSITIVITY, bind_group, ((width as u32).div_ceil(16), (layers[i] as u32).div_ceil(16), 1), false));
                     }
-                }
-                if !t.sets[out].is_empty() {
-                    for (c, &(col0, width)) in t.chunks.iter().enumerate() {
-                        let y = &t.current(out, parity)[c];
-                        ops.push(fold_op(format!("∂E/∂{} = ∂E/∂y·ξ^y chunk {c}", block.name()), n_out, width, false, block.offset + col0, work.as_entire_binding(), y, &mut keep));
-                    }
-                } else if fold_output && graph.dependents(block.to)[out] {
-                    // The own term δ^y_s a^n_t first (it writes the block's gradient), then
-                    // (δ^yᵀ w^{y,k}) ξ^{·,k} of every incoming block with a tensor, added.
-                    let mut written = false;
-                    if block.to == out {
-                        let (bind_group, _) = step_group(StepDims { block: index as u32, count: block.len() as u32, ..base }, parity);
-                        ops.push(Op::kernel(format!("∂E/∂{}: own term", block.name()), SHORTCUT_GRADIENT, bind_group, per_invocation(block.len()), true));
+                    if fused.is_some() {
                         written = true;
                     }
+                }
+                // The folds not fused above: a row times a finished tensor.
+                let fold_dims = |rows: usize, col0: usize, width: usize, written: bool| FoldDims { rows: rows as u32, width: width as u32, col0: col0 as u32, block_cols: 1, gradient_accumulate: written as u32, gradient_offset: (block.offset + col0) as u32, ..Default::default() };
+                if formed && !knobs.fused {
+                    for (c, &(col0, width)) in t.chunks.iter().enumerate() {
+                        let y = &t.current(out, parity)[c];
+                        ops.push(fold_op(format!("∂E/∂{} = ∂E/∂y·ξ^y chunk {c} (fold)", block.name()), fold_dims(n_out, col0, width, false), work.as_entire_binding(), y, None, &mut keep));
+                    }
+                } else if folds_here {
+                    // (δ^yᵀ w^{y,k}) ξ^{·,k} of every incoming block of the output with a tensor.
                     for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out) {
                         let source = match cb.source {
-                            Source::Layer(k) if k > 0 && !t.sets[k].is_empty() => t.current(k, parity),
+                            Source::Layer(k) if k > 0 && !t.sets[k].is_empty() && !knobs.fused => t.current(k, parity),
                             Source::Previous(q) if q > 0 && !t.sets[q].is_empty() => t.previous(q, parity),
                             _ => continue,
                         };
                         for (c, &(col0, width)) in t.chunks.iter().enumerate() {
-                            ops.push(fold_op(format!("∂E/∂{} += (δ^yᵀ {})·ξ chunk {c}", block.name(), cb.name()), cb.cols, width, written, block.offset + col0, folded[ci].as_entire_binding(), &source[c], &mut keep));
+                            let label = format!("∂E/∂{} {} (δ^yᵀ {})·ξ chunk {c} (fold)", block.name(), if written { "+=" } else { "=" }, cb.name());
+                            ops.push(fold_op(label, fold_dims(cb.cols, col0, width, written), folded[ci].as_entire_binding(), &source[c], None, &mut keep));
                         }
                         written = true;
                     }

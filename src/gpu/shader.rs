@@ -76,6 +76,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     all.push(one("local_rbm_train", super::local_rbm::train_source()));
     all.push(one("rtrl_sensitivity", super::recurrent::source()));
     all.push(one("rtrl_step", super::recurrent_step::source()));
+    all.push(one("rtrl_fold", super::recurrent_fold::source()));
     all.extend([one("sparse_coding_codes", super::sparse_coding::codes_source()), one("sparse_coding_basis", super::sparse_coding::basis_source())]);
     all.extend(super::update::sources().into_iter().map(|(module, source)| one(module, source)));
     all.extend(super::trainer::gather_sources().into_iter().map(|(module, source)| one(module, source)));
