@@ -202,6 +202,8 @@ struct Inner {
     /// The last model, for the views while a step is in flight.
     model: Option<crate::local_rbm::LocalRbm>,
     errors: Vec<f64>,
+    /// Every epoch's record, for the saved file's history.
+    history: Vec<crate::format::local_rbm::EpochRecord>,
 }
 
 /// A local-patch RBM layer learnt an epoch at a time.
@@ -234,7 +236,7 @@ impl LocalRbmTrainer {
         let loaded = if config.source == CropSource::Data { loaded_images(playground) } else { None };
         let (cases, source) = crops(&config, loaded.as_ref().map(|(i, n)| (&i[..], n.as_str()))).map_err(|e| JsError::new(&e))?;
         let device = playground.gpu.borrow().device();
-        Ok(LocalRbmTrainer { inner: Rc::new(RefCell::new(Inner { config, cases: Some(cases), source, device, session: None, busy: false, model: None, errors: Vec::new() })) })
+        Ok(LocalRbmTrainer { inner: Rc::new(RefCell::new(Inner { config, cases: Some(cases), source, device, session: None, busy: false, model: None, errors: Vec::new(), history: Vec::new() })) })
     }
 
     /// Opens the device when the config's backend says so (`auto` skips software adapters) and
@@ -296,6 +298,7 @@ impl LocalRbmTrainer {
                 }
             };
             t.errors.push(report.reconstruction_error);
+            t.history.push((&report).into());
             t.model = Some(session.model().clone());
             let step = StepReport {
                 epoch: report.epoch,
@@ -318,6 +321,18 @@ impl LocalRbmTrainer {
         let t = self.inner.borrow();
         let model = t.model.as_ref().ok_or_else(|| JsError::new("filters: not started"))?;
         Ok(image_to_js(grey_to_rgba(&filters_picture(model, per_position))))
+    }
+
+    /// The layer as the CLI's `local_rbm.bin` (format `deepbelief-local-rbm/1`): the geometry,
+    /// the settings, where the crops came from, every epoch's record and the parameters, for
+    /// `deepbelief` to read back. While a step is in flight it is the last finished epoch's.
+    pub fn model_file(&self) -> Result<Vec<u8>, JsError> {
+        let t = self.inner.borrow();
+        let model = t.model.as_ref().ok_or_else(|| JsError::new("save model: not started"))?;
+        let inputs = serde_json::json!({ "source": t.source, "page": true, "image_size": t.config.image_size });
+        let mut bytes = Vec::with_capacity(model.parameter_count() * 4 + 4096);
+        crate::format::local_rbm::write_parts(&[model], &[t.config.settings()], &inputs, std::slice::from_ref(&t.history), &mut bytes).map_err(|e| JsError::new(&format!("save model: {e}")))?;
+        Ok(bytes)
     }
 
     /// The reconstruction error after each epoch so far.

@@ -5,6 +5,7 @@
 // its field.
 import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { builds, closeAll, openPage, waitReady, waitFinished, screenshot } from './lib.mjs';
 
 after(closeAll);
@@ -46,6 +47,21 @@ for (const build of builds.filter((b) => !process.env.E2E_BUILD || b.name === pr
         assert.ok(size[0] === size[1] && size[0] > 3 * 16, `the filters grid is ${size}`);
         assert.match(await page.textContent('#lr-filters-note'), /^9 positions \(3 × 3\), 4 filters shown per position, after epoch 4\./);
         await screenshot(page, `local_rbm-${build.name}`);
+
+        // Save model: the CLI's local_rbm.bin, whole: magic, header, then every parameter.
+        const [download] = await Promise.all([page.waitForEvent('download'), page.click('#lr-save-model')]);
+        assert.equal(download.suggestedFilename(), 'local_rbm.bin');
+        const file = readFileSync(await download.path());
+        assert.equal(file.subarray(0, 8).toString('latin1'), 'DBLOCAL1');
+        const headerLength = Number(file.readBigUInt64LE(8));
+        const header = JSON.parse(file.subarray(16, 16 + headerLength).toString('utf8'));
+        assert.equal(header.format, 'deepbelief-local-rbm/1');
+        assert.deepEqual(header.layers.map((l) => [l.geometry.rows, l.geometry.patch, l.geometry.stride, l.geometry.hidden_per_patch, l.weights, l.hidden_bias, l.visible_bias]), [[16, 8, 4, 4, 2304, 36, 256]]);
+        assert.deepEqual(header.history[0].map((e) => e.epoch), [1, 2, 3, 4]);
+        assert.equal(header.history[0][3].reconstruction_error, Number(chart.last));
+        assert.equal(file.length, 16 + headerLength + 4 * (2304 + 36 + 256));
+        const parameters = new Float32Array(file.buffer.slice(file.byteOffset + 16 + headerLength, file.byteOffset + file.length));
+        assert.ok(parameters.every(Number.isFinite) && parameters.some((w) => w !== 0));
 
         // A changed control goes to the hash.
         await page.fill('#lr-rate', '0.01');

@@ -24,7 +24,9 @@ export function mountLocalRbmViews({ pictures, headline }, app) {
   section.dataset.family = FAMILY;
   const canvas = el('canvas', { id: 'lr-filters-canvas', className: 'view-image lr-image', width: 1, height: 1, role: 'img', 'aria-label': 'Filters per patch position' });
   const note = el('p', { id: 'lr-filters-note', className: 'view-note' }, 'Press Start to see the filters.');
-  section.append(canvas, section.caption, el('div', { className: 'view-status' }, note));
+  const save = el('button', { type: 'button', id: 'lr-save-model', disabled: true, title: 'Download the layer learnt so far (geometry, settings, every epoch\'s error and the weights) as local_rbm.bin, the file `deepbelief local-rbm` writes and reads.', dataset: { hideKey: 'lr_save' } }, 'Save model');
+  const saveError = el('p', { id: 'lr-save-error', className: 'error', role: 'alert', hidden: true });
+  section.append(canvas, section.caption, el('div', { className: 'view-status' }, note), el('div', { className: 'view-controls' }, save), saveError);
   const errorChart = new Chart(headline, {
     id: 'lr-error', title: 'Reconstruction error per epoch', x: 'epoch', y: 'error', log: true, height: 150,
     caption: 'The mean squared difference between the crops and their reconstructions after each epoch (on the CPU: during the epoch, as CD-1 sees them; on WebGPU: the mean-field reconstruction of the first 256 crops after it).',
@@ -49,6 +51,7 @@ export function mountLocalRbmViews({ pictures, headline }, app) {
 
   function clear() {
     model = null;
+    save.disabled = true;
     lastEpoch = 0;
     canvas.width = 1;
     canvas.height = 1;
@@ -72,6 +75,7 @@ export function mountLocalRbmViews({ pictures, headline }, app) {
   app.on('lr_epoch', ({ epoch, reconstruction_error: error }) => {
     if (epoch <= lastEpoch) return;
     lastEpoch = epoch;
+    save.disabled = false;
     if (Number.isFinite(error) && error > 0) errorChart.add(epoch, [error]);
     errorChart.box.dataset.first ??= String(error);
     errorChart.box.dataset.last = String(error);
@@ -79,4 +83,19 @@ export function mountLocalRbmViews({ pictures, headline }, app) {
     refresh();
   });
   app.on('reset', () => clear());
+  save.addEventListener('click', async () => {
+    saveError.hidden = true;
+    try {
+      const bytes = await app.rpc('lr_model_file');
+      const url = URL.createObjectURL(new Blob([bytes], { type: 'application/octet-stream' }));
+      const link = el('a', { href: url, download: 'local_rbm.bin', hidden: true });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (error) {
+      saveError.textContent = `Save model: ${errorText(error)}`;
+      saveError.hidden = false;
+    }
+  });
 }

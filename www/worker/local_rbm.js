@@ -112,6 +112,8 @@ export function createLocalRbmRun(env) {
     // each cell the first `perPosition` filters of that position (one cell when shared).
     lr_filters: async ({ perPosition = 9 } = {}) => exclusive(() => requireTrainer('filters').filters(perPosition)),
     lr_errors: async () => Array.from(requireTrainer('errors').errors()),
+    // The layer as the CLI's local_rbm.bin (bytes), the last finished epoch's.
+    lr_model_file: async () => exclusive(() => requireTrainer('save model').model_file()),
     lr_status: async () => ({ running: !!run?.active, paused: !!run?.paused, summary: info }),
   };
 
