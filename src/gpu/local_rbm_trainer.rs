@@ -11,19 +11,62 @@
 //! each with its own weights and velocity buffers (its banks; a tied layer's one bank is shared)
 //! and cover lists; one products buffer sized for the largest group serves them in turn.
 //! Raina's 192² layer (214 MB of weights) runs in two groups on the web.
+//!
+//! The products run with the kernels of a [`LocalTiling`] (`DEEPBELIEF_LOCAL_TILING`, read
+//! when the trainer is built; natively only). [`GpuLocalTrainer::profile`] times every
+//! dispatch of a batch with GPU timestamps.
 
 use super::buffers::{uniform_bytes, upload, zeros_f32};
-use super::local_rbm::{dims, source, train_source, LocalDims, TrainParams, GATHER_ACCUMULATE, GATHER_FINISH};
+use super::local_rbm::{dims, products_module, source, train_source, update_module, LocalDims, LocalTiling, TrainParams, GATHER_ACCUMULATE, GATHER_FINISH};
 use super::read_ranges;
 use super::shader::{module, Checks};
 use super::{GpuContext, GpuError};
 use crate::local_rbm::{CoverLists, Geometry, LocalCdSettings, LocalRbm, LocalVelocities};
+use serde::Serialize;
 
-/// Outputs per workgroup side of the products (local_rbm.wgsl's and local_rbm_train.wgsl's BLOCK).
-const BLOCK: u32 = 64;
 const MAX_GROUPS: u32 = 65_535;
+/// wgpu's cap on queries in one set.
+const MAX_QUERIES: usize = 4096;
+
+/// One dispatch of a batch (or of `propagate`, `reconstruct`), named for the profile.
+struct Step {
+    label: String,
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: (u32, u32, u32),
+    /// A product's floating-point operations (2 per multiply-add); 0 for the other kernels.
+    flop: f64,
+}
+
+/// One dispatch's mean time in [`LocalProfile`].
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalDispatchTime {
+    pub label: String,
+    pub microseconds: f64,
+    /// A product's GFLOP (0 for the other kernels), so its rate is `gflop / microseconds · 1e3` TFLOP/s.
+    pub gflop: f64,
+}
+
+/// Where a CD-1 batch's time goes on the device ([`GpuLocalTrainer::profile`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct LocalProfile {
+    /// The products' kernels (`LocalTiling::describe`).
+    pub tiling: String,
+    /// Batches timed; each figure is their mean.
+    pub batches: usize,
+    pub bank_groups: usize,
+    pub dispatches: Vec<LocalDispatchTime>,
+    /// Σ of the dispatches' own times per batch (each in its own pass).
+    pub dispatch_sum_us: f64,
+    /// From the first dispatch's start to the last one's end, per batch: the sum plus the gaps
+    /// between passes.
+    pub batch_span_us: f64,
+    /// The products' GFLOP per batch.
+    pub gflop: f64,
+}
 
 struct Pipelines {
+    tiling: LocalTiling,
     up: wgpu::ComputePipeline,
     down_products: wgpu::ComputePipeline,
     gather: wgpu::ComputePipeline,
@@ -65,8 +108,8 @@ pub struct GpuLocalTrainer {
     products: wgpu::Buffer,
     visible1: wgpu::Buffer,
     hidden1: wgpu::Buffer,
-    /// Each batch buffer's dispatches (pipeline, bind group, grid), made on its first batch.
-    batch_steps: std::collections::HashMap<wgpu::Buffer, Vec<(wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>>,
+    /// Each batch buffer's dispatches, made on its first batch.
+    batch_steps: std::collections::HashMap<wgpu::Buffer, Vec<Step>>,
     /// Batches trained: the sampling stream's step (as the CPU trainer's).
     pub step: u64,
     pub epoch: usize,
@@ -90,8 +133,10 @@ pub fn bank_groups(geometry: &Geometry, cases: usize, limit: u64) -> Option<Vec<
 /// Whether a layer of `geometry` trained in batches of `cases` fits this device: every array
 /// but the weights and products (split into bank groups) within one storage binding, one bank
 /// and one position's products too, and every dispatch within the 65,535 workgroups a grid
-/// dimension allows. The error says which, naming the flags.
+/// dimension allows. The error says which, naming the flags; a bad `DEEPBELIEF_LOCAL_TILING`
+/// is refused here too (the trainer reads it).
 pub fn check_fit(ctx: &GpuContext, geometry: &Geometry, cases: usize) -> Result<(), String> {
+    LocalTiling::from_env()?;
     let grids = [
         ("patch positions (--stride)", geometry.positions()),
         ("visible units / 64 (--image-size)", geometry.n_visible().div_ceil(64)),
@@ -134,7 +179,8 @@ fn pipeline(device: &wgpu::Device, shader: &wgpu::ShaderModule, entry: &str) -> 
 
 impl GpuLocalTrainer {
     /// Uploads `layer` (momentum at rest) for batches of exactly `cases` cases, its banks split
-    /// into groups under the device's storage binding limit.
+    /// into groups under the device's storage binding limit, with the products of the tiling
+    /// `DEEPBELIEF_LOCAL_TILING` picks (panics on a bad value: `check_fit` refuses it first).
     pub fn new(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize) -> GpuLocalTrainer {
         Self::with_binding_limit(ctx, layer, settings, cases, ctx.device.limits().max_storage_buffer_binding_size)
     }
@@ -142,16 +188,27 @@ impl GpuLocalTrainer {
     /// As `new`, with bank groups of at most `limit` bytes (tests force small groups). Panics
     /// where one bank or one position's products exceed it (`check_fit` refuses those first).
     pub fn with_binding_limit(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize, limit: u64) -> GpuLocalTrainer {
+        let tiling = LocalTiling::from_env().unwrap_or_else(|e| panic!("{e}"));
+        Self::with_tiling(ctx, layer, settings, cases, limit, tiling)
+    }
+
+    /// As `with_binding_limit`, with the products of `tiling`.
+    pub fn with_tiling(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize, limit: u64, tiling: LocalTiling) -> GpuLocalTrainer {
         let g = layer.geometry;
         let device = &ctx.device;
         let passes = module(device, "local_rbm", source(), Checks::Bounded);
         let train = module(device, "local_rbm_train", train_source(), Checks::Bounded);
+        let (products, update) = match tiling {
+            LocalTiling::Old => (passes.clone(), train.clone()),
+            _ => (products_module(device, tiling), update_module(device, tiling)),
+        };
         let pipelines = Pipelines {
-            up: pipeline(device, &passes, "up"),
-            down_products: pipeline(device, &passes, "down_products"),
+            tiling,
+            up: pipeline(device, &products, "up"),
+            down_products: pipeline(device, &products, "down_products"),
             gather: pipeline(device, &passes, "gather"),
             sample_hidden: pipeline(device, &train, "sample_hidden"),
-            weight_update: pipeline(device, &train, "weight_update"),
+            weight_update: pipeline(device, &update, "weight_update"),
             visible_bias_update: pipeline(device, &train, "visible_bias_update"),
             hidden_bias_update: pipeline(device, &train, "hidden_bias_update"),
             column_sums: pipeline(device, &passes, "column_sums"),
@@ -215,6 +272,11 @@ impl GpuLocalTrainer {
         self.groups.len()
     }
 
+    /// The products' kernels.
+    pub fn tiling(&self) -> LocalTiling {
+        self.pipelines.tiling
+    }
+
     /// A bind group of `entries` plus the dims at binding 0 (every entry point but
     /// `sample_hidden` reads them; auto layouts hold only the bindings a kernel uses).
     fn bind(&self, ctx: &GpuContext, pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]) -> wgpu::BindGroup {
@@ -232,6 +294,13 @@ impl GpuLocalTrainer {
     /// One CD-1 update on `batch` (a device buffer of `cases × n_visible`), submitted; nothing
     /// is read back.
     pub fn train_batch(&mut self, ctx: &GpuContext, batch: &wgpu::Buffer) {
+        self.submit_batch(ctx, batch, None);
+    }
+
+    /// The batch's parameters written, its dispatches submitted (one pass each: each reads what
+    /// the previous one wrote), the sampling step moved on. With `timestamps` (a query set and
+    /// its first index), each pass writes its start and end there.
+    fn submit_batch(&mut self, ctx: &GpuContext, batch: &wgpu::Buffer, timestamps: Option<(&wgpu::QuerySet, u32)>) {
         let g = self.layer.geometry;
         let s = &self.settings;
         let momentum = if self.epoch < s.momentum_switch_epoch { s.initial_momentum } else { s.final_momentum };
@@ -255,15 +324,8 @@ impl GpuLocalTrainer {
             let steps = self.steps_for(ctx, batch);
             self.batch_steps.insert(batch.clone(), steps);
         }
-        let steps = &self.batch_steps[batch];
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        for (pipeline, bind_group, groups) in steps {
-            // One pass per dispatch: each reads what the previous one wrote.
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, groups.2);
-        }
+        record(&mut encoder, &self.batch_steps[batch], timestamps);
         ctx.queue.submit([encoder.finish()]);
         self.step += 1;
     }
@@ -271,64 +333,83 @@ impl GpuLocalTrainer {
     /// A CD-1 batch's dispatches on `batch`, in order: the bind groups depend only on the
     /// buffers (the parameters of the step are in `params`), so they are made once per batch
     /// buffer and kept (`batch_steps`).
-    fn steps_for(&self, ctx: &GpuContext, batch: &wgpu::Buffer) -> Vec<(wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> {
+    fn steps_for(&self, ctx: &GpuContext, batch: &wgpu::Buffer) -> Vec<Step> {
         let g = self.layer.geometry;
         let count = self.cases * g.n_hidden();
         let p = &self.pipelines;
-        let cases = self.cases as u32;
-        let (units, width) = (g.hidden_per_patch as u32, g.patch_inputs() as u32);
         let sample_groups = (count as u32).div_ceil(256);
-        let mut steps: Vec<(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))> = Vec::new();
-        self.push_up(ctx, batch, &self.hidden0, &mut steps);
-        steps.push((&p.sample_hidden, self.bind(ctx, &p.sample_hidden, &[(1, &self.params), (6, &self.hidden0), (8, &self.samples)]), (sample_groups.min(MAX_GROUPS), sample_groups.div_ceil(MAX_GROUPS), 1)));
-        for group in &self.groups {
-            let z = group.positions as u32;
-            steps.push((&p.down_products, self.bind_with(ctx, &p.down_products, &group.dims, &[(1, &group.weights), (3, &self.samples), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), z)));
-            steps.push((
-                &p.gather,
-                self.bind_with(ctx, &p.gather, &group.dims, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &group.cover_starts), (6, &group.cover_entries)]),
-                ((g.n_visible() as u32).div_ceil(64), cases, 1),
-            ));
-        }
-        self.push_up(ctx, &self.visible1, &self.hidden1, &mut steps);
+        let mut steps = Vec::new();
+        self.push_up(ctx, "up (data)", batch, &self.hidden0, &mut steps);
+        steps.push(step("sample_hidden", &p.sample_hidden, self.bind(ctx, &p.sample_hidden, &[(1, &self.params), (6, &self.hidden0), (8, &self.samples)]), (sample_groups.min(MAX_GROUPS), sample_groups.div_ceil(MAX_GROUPS), 1), 0.0));
+        self.push_down(ctx, &self.samples, &mut steps);
+        self.push_up(ctx, "up (reconstruction)", &self.visible1, &self.hidden1, &mut steps);
         // Tied: the one bank's gradient runs over every position, with the whole layer's dims.
-        let updates: Vec<(&wgpu::Buffer, &BankGroup, u32)> = if g.tied { vec![(&self.dims, &self.groups[0], 1)] } else { self.groups.iter().map(|gr| (&gr.dims, gr, gr.positions as u32)).collect() };
-        for (dims, group, banks) in updates {
-            steps.push((
+        let updates: Vec<(&wgpu::Buffer, &BankGroup, usize)> = if g.tied { vec![(&self.dims, &self.groups[0], 1)] } else { self.groups.iter().map(|gr| (&gr.dims, gr, gr.positions)).collect() };
+        let (rows, columns) = p.tiling.block();
+        let (units, width) = (g.hidden_per_patch as u32, g.patch_inputs() as u32);
+        // Per bank: [X0; X1]ᵀ [H0; −H1] over 2 · cases (· positions when tied) rows.
+        let depth = 2 * self.cases * if g.tied { g.positions() } else { 1 };
+        for (k, (dims, group, banks)) in updates.into_iter().enumerate() {
+            steps.push(step(
+                &self.group_label("weight_update", k),
                 &p.weight_update,
                 self.bind_with(ctx, &p.weight_update, dims, &[(1, &self.params), (2, &group.weights), (3, &group.velocity), (4, batch), (5, &self.visible1), (6, &self.hidden0), (7, &self.hidden1)]),
-                (units.div_ceil(BLOCK), width.div_ceil(BLOCK), banks),
+                (units.div_ceil(columns), width.div_ceil(rows), banks as u32),
+                2.0 * (depth * g.patch_inputs() * g.hidden_per_patch * banks) as f64,
             ));
         }
-        steps.push((&p.visible_bias_update, self.bind(ctx, &p.visible_bias_update, &[(1, &self.params), (2, &self.visible_bias), (3, &self.visible_velocity), (4, batch), (5, &self.visible1)]), ((g.n_visible() as u32).div_ceil(64), 1, 1)));
-        steps.push((
+        steps.push(step("visible_bias_update", &p.visible_bias_update, self.bind(ctx, &p.visible_bias_update, &[(1, &self.params), (2, &self.visible_bias), (3, &self.visible_velocity), (4, batch), (5, &self.visible1)]), ((g.n_visible() as u32).div_ceil(64), 1, 1), 0.0));
+        steps.push(step(
+            "hidden_bias_update",
             &p.hidden_bias_update,
             self.bind(ctx, &p.hidden_bias_update, &[(1, &self.params), (2, &self.hidden_bias), (3, &self.hidden_velocity), (6, &self.hidden0), (7, &self.hidden1)]),
             ((g.hidden_bias_count() as u32).div_ceil(64), 1, 1),
+            0.0,
         ));
-        steps.into_iter().map(|(pipeline, bind, groups)| (pipeline.clone(), bind, groups)).collect()
+        steps
+    }
+
+    /// `name`, with the bank group where there are several.
+    fn group_label(&self, name: &str, k: usize) -> String {
+        if self.groups.len() > 1 && !(name == "weight_update" && self.layer.geometry.tied) {
+            format!("{name} (group {} of {})", k + 1, self.groups.len())
+        } else {
+            name.to_string()
+        }
     }
 
     /// The up pass `output = σ(c + up(input))`, one dispatch per bank group.
-    fn push_up<'a>(&'a self, ctx: &GpuContext, input: &wgpu::Buffer, output: &wgpu::Buffer, steps: &mut Vec<(&'a wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))>) {
+    fn push_up(&self, ctx: &GpuContext, name: &str, input: &wgpu::Buffer, output: &wgpu::Buffer, steps: &mut Vec<Step>) {
         let g = self.layer.geometry;
         let (units, cases) = (g.hidden_per_patch as u32, self.cases as u32);
-        for group in &self.groups {
+        let (rows, columns) = self.pipelines.tiling.block();
+        for (k, group) in self.groups.iter().enumerate() {
             let bind = self.bind_with(ctx, &self.pipelines.up, &group.dims, &[(1, &group.weights), (2, &self.hidden_bias), (3, input), (4, output)]);
-            steps.push((&self.pipelines.up, bind, (units.div_ceil(BLOCK), cases.div_ceil(BLOCK), group.positions as u32)));
+            let flop = 2.0 * (self.cases * g.patch_inputs() * g.hidden_per_patch * group.positions) as f64;
+            steps.push(step(&self.group_label(name, k), &self.pipelines.up, bind, (units.div_ceil(columns), cases.div_ceil(rows), group.positions as u32), flop));
         }
     }
 
-    /// Runs `steps` (pipeline, bind group, grid) in one submission, one pass each (each reads
-    /// what the previous one wrote).
-    fn submit(ctx: &GpuContext, steps: &[(&wgpu::ComputePipeline, wgpu::BindGroup, (u32, u32, u32))]) {
-        let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        for (pipeline, bind_group, groups) in steps {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, bind_group, &[]);
-            pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+    /// The down pass from `hidden` into `visible1`: per bank group its products, then its
+    /// share of the gather.
+    fn push_down(&self, ctx: &GpuContext, hidden: &wgpu::Buffer, steps: &mut Vec<Step>) {
+        let g = self.layer.geometry;
+        let p = &self.pipelines;
+        let (cases, width) = (self.cases as u32, g.patch_inputs() as u32);
+        let (rows, columns) = p.tiling.block();
+        for (k, group) in self.groups.iter().enumerate() {
+            let flop = 2.0 * (self.cases * g.patch_inputs() * g.hidden_per_patch * group.positions) as f64;
+            let bind = self.bind_with(ctx, &p.down_products, &group.dims, &[(1, &group.weights), (3, hidden), (4, &self.products)]);
+            steps.push(step(&self.group_label("down_products", k), &p.down_products, bind, (width.div_ceil(columns), cases.div_ceil(rows), group.positions as u32), flop));
+            let bind = self.bind_with(ctx, &p.gather, &group.dims, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &group.cover_starts), (6, &group.cover_entries)]);
+            steps.push(step(&self.group_label("gather", k), &p.gather, bind, ((g.n_visible() as u32).div_ceil(64), cases, 1), 0.0));
         }
+    }
+
+    /// Runs `steps` in one submission, one pass each (each reads what the previous one wrote).
+    fn submit(ctx: &GpuContext, steps: &[Step]) {
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        record(&mut encoder, steps, None);
         ctx.queue.submit([encoder.finish()]);
     }
 
@@ -340,8 +421,8 @@ impl GpuLocalTrainer {
         let p = &self.pipelines;
         let hidden = zeros_f32(ctx, "local_propagated", self.cases * g.n_hidden());
         let mut steps = Vec::new();
-        self.push_up(ctx, batch, &hidden, &mut steps);
-        steps.push((&p.column_sums, self.bind(ctx, &p.column_sums, &[(3, &hidden), (4, sums)]), ((g.n_hidden() as u32).div_ceil(64), 1, 1)));
+        self.push_up(ctx, "up", batch, &hidden, &mut steps);
+        steps.push(step("column_sums", &p.column_sums, self.bind(ctx, &p.column_sums, &[(3, &hidden), (4, sums)]), ((g.n_hidden() as u32).div_ceil(64), 1, 1), 0.0));
         Self::submit(ctx, &steps);
         hidden
     }
@@ -352,22 +433,58 @@ impl GpuLocalTrainer {
     /// `visible1`): call it between batches, not during one.
     pub async fn reconstruct(&self, ctx: &GpuContext, batch: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
         let g = self.layer.geometry;
-        let p = &self.pipelines;
-        let cases = self.cases as u32;
-        let width = g.patch_inputs() as u32;
         let mut steps = Vec::new();
-        self.push_up(ctx, batch, &self.hidden0, &mut steps);
-        for group in &self.groups {
-            steps.push((&p.down_products, self.bind_with(ctx, &p.down_products, &group.dims, &[(1, &group.weights), (3, &self.hidden0), (4, &self.products)]), (width.div_ceil(BLOCK), cases.div_ceil(BLOCK), group.positions as u32)));
-            steps.push((
-                &p.gather,
-                self.bind_with(ctx, &p.gather, &group.dims, &[(2, &self.visible_bias), (3, &self.products), (4, &self.visible1), (5, &group.cover_starts), (6, &group.cover_entries)]),
-                ((g.n_visible() as u32).div_ceil(64), cases, 1),
-            ));
-        }
+        self.push_up(ctx, "up", batch, &self.hidden0, &mut steps);
+        self.push_down(ctx, &self.hidden0, &mut steps);
         Self::submit(ctx, &steps);
         let parts = read_ranges(ctx, &[(&self.visible1, 0, (self.cases * g.n_visible() * 4) as u64)]).await?;
         Ok(bytemuck::pod_collect_to_vec::<u8, f32>(&parts[0]))
+    }
+
+    /// Where a batch's time goes: GPU timestamps around every dispatch of `batches` CD-1
+    /// batches on `batch` (each dispatch in its own pass, as training records them), each
+    /// dispatch's mean, their sum and the batch's span. Trains those batches (the model moves:
+    /// use a spare trainer). Needs the adapter's `TIMESTAMP_QUERY` feature.
+    pub async fn profile(&mut self, ctx: &GpuContext, batch: &wgpu::Buffer, batches: usize) -> Result<LocalProfile, GpuError> {
+        if !ctx.device.features().contains(wgpu::Features::TIMESTAMP_QUERY) {
+            return Err(GpuError(format!("{} ({:?}) offers no timestamp queries (wgpu::Features::TIMESTAMP_QUERY), so the batch cannot be profiled", ctx.adapter_info.name, ctx.adapter_info.backend)));
+        }
+        if !self.batch_steps.contains_key(batch) {
+            let steps = self.steps_for(ctx, batch);
+            self.batch_steps.insert(batch.clone(), steps);
+        }
+        let per_batch = self.batch_steps[batch].len();
+        let batches = batches.clamp(1, MAX_QUERIES / (2 * per_batch));
+        let count = (2 * per_batch * batches) as u32;
+        let device = &ctx.device;
+        let queries = device.create_query_set(&wgpu::QuerySetDescriptor { label: Some("local_rbm_profile"), ty: wgpu::QueryType::Timestamp, count });
+        let resolved = device.create_buffer(&wgpu::BufferDescriptor { label: Some("local_rbm_profile_ticks"), size: 8 * count as u64, usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC, mapped_at_creation: false });
+        for b in 0..batches {
+            self.submit_batch(ctx, batch, Some((&queries, (2 * per_batch * b) as u32)));
+        }
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("local_rbm_profile") });
+        encoder.resolve_query_set(&queries, 0..count, &resolved, 0);
+        ctx.queue.submit([encoder.finish()]);
+        let bytes = read_ranges(ctx, &[(&resolved, 0, 8 * count as u64)]).await?;
+        let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&bytes[0]);
+        let us_per_tick = ctx.queue.get_timestamp_period() as f64 / 1000.0;
+        let between = |from: usize, to: usize| ticks[to].saturating_sub(ticks[from]) as f64 * us_per_tick;
+        let mean = |f: &dyn Fn(usize) -> f64| (0..batches).map(f).sum::<f64>() / batches as f64;
+        let steps = &self.batch_steps[batch];
+        let dispatches: Vec<LocalDispatchTime> = steps
+            .iter()
+            .enumerate()
+            .map(|(i, st)| LocalDispatchTime { label: st.label.clone(), microseconds: mean(&|b| between(2 * (per_batch * b + i), 2 * (per_batch * b + i) + 1)), gflop: st.flop / 1e9 })
+            .collect();
+        Ok(LocalProfile {
+            tiling: self.pipelines.tiling.describe(),
+            batches,
+            bank_groups: self.groups.len(),
+            dispatch_sum_us: dispatches.iter().map(|d| d.microseconds).sum(),
+            batch_span_us: mean(&|b| between(2 * per_batch * b, 2 * per_batch * (b + 1) - 1)),
+            gflop: steps.iter().map(|st| st.flop).sum::<f64>() / 1e9,
+            dispatches,
+        })
     }
 
     /// The model and its velocities (weights, hidden biases, visible biases) as they stand on
@@ -406,5 +523,24 @@ impl GpuLocalTrainer {
     /// The model as it stands on the device.
     pub async fn model(&self, ctx: &GpuContext) -> Result<LocalRbm, GpuError> {
         Ok(self.state(ctx).await?.0)
+    }
+}
+
+fn step(label: &str, pipeline: &wgpu::ComputePipeline, bind_group: wgpu::BindGroup, groups: (u32, u32, u32), flop: f64) -> Step {
+    Step { label: label.to_string(), pipeline: pipeline.clone(), bind_group, groups, flop }
+}
+
+/// `steps` into `encoder`, one compute pass each; with `timestamps` (a query set and the first
+/// index), pass i writes its start at index + 2i and its end at index + 2i + 1.
+fn record(encoder: &mut wgpu::CommandEncoder, steps: &[Step], timestamps: Option<(&wgpu::QuerySet, u32)>) {
+    for (i, st) in steps.iter().enumerate() {
+        let writes = timestamps.map(|(query_set, first)| {
+            let at = first + 2 * i as u32;
+            wgpu::ComputePassTimestampWrites { query_set, beginning_of_pass_write_index: Some(at), end_of_pass_write_index: Some(at + 1) }
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(&st.label), timestamp_writes: writes });
+        pass.set_pipeline(&st.pipeline);
+        pass.set_bind_group(0, &st.bind_group, &[]);
+        pass.dispatch_workgroups(st.groups.0, st.groups.1, st.groups.2);
     }
 }

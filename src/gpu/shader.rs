@@ -74,6 +74,7 @@ pub fn kernel_sources() -> Vec<KernelSource> {
     all.push(one("mlp_adaptive", super::mlp::source()));
     all.push(one("local_rbm", super::local_rbm::source()));
     all.push(one("local_rbm_train", super::local_rbm::train_source()));
+    all.extend(super::local_rbm::tiled_sources().into_iter().map(|(module, variant, source)| KernelSource { module, variant, source }));
     all.push(one("rtrl_sensitivity", super::recurrent::source()));
     all.push(one("rtrl_step", super::recurrent_step::source()));
     all.push(one("rtrl_fold", super::recurrent_fold::source()));
