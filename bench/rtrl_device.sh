@@ -28,8 +28,10 @@
 # $OUT/rtrl_profile.txt; 0, the default: not), PROFILE_SETTINGS (with PROFILE=1: a
 # space-separated list of settings, one profile each; a setting is "default" or comma-separated
 # key=value of tiling=auto|small|medium|wide|large|huge (DEEPBELIEF_RTRL_TILING, the
-# sensitivity products' GEMM tiles) and splits=auto|N (DEEPBELIEF_RTRL_SPLIT_K); e.g.
-# "default tiling=wide tiling=huge splits=2"; default "default"), PROFILE_STEPS (8). A smoke test where
+# sensitivity products' GEMM tiles), splits=auto|N (DEEPBELIEF_RTRL_SPLIT_K) and fused=1|0
+# (DEEPBELIEF_RTRL_FUSED: 0 finishes each tensor and folds it into the gradient in two kernels
+# instead of finish_fold's one); e.g. "default fused=0 tiling=wide,fused=0 splits=2"; default
+# "default"), PROFILE_STEPS (8). A smoke test where
 # there is no GPU: SIZES=2,4 WGPU_BACKEND=vulkan VK_DRIVER_FILES=<lavapipe's ICD> BIN=target/release/deepbelief.
 set -u
 cd "$(dirname "$0")/.."
@@ -68,7 +70,8 @@ if [ "${PROFILE:-0}" = 1 ]; then
         case "${pair%%=*}" in
           tiling) knobs+=("DEEPBELIEF_RTRL_TILING=${pair#*=}") ;;
           splits) knobs+=("DEEPBELIEF_RTRL_SPLIT_K=${pair#*=}") ;;
-          *) echo "rtrl_device.sh: PROFILE_SETTINGS: $pair: expected tiling= or splits=" >&2; exit 2 ;;
+          fused) knobs+=("DEEPBELIEF_RTRL_FUSED=${pair#*=}") ;;
+          *) echo "rtrl_device.sh: PROFILE_SETTINGS: $pair: expected tiling=, splits= or fused=" >&2; exit 2 ;;
         esac
       done
     fi

@@ -10,13 +10,17 @@
 //! 1. `forward` (rtrl_step.wgsl) per layer, reading the input from the step's slot of the
 //!    examples buffer, then `output_delta` (`∂E/∂y`, `E`, `δ^y`, and `E` and `y` into the
 //!    step's slot of the results);
-//! 2. where the output's tensor is folded, `fold` rows `δ^yᵀ w^{y,k}` (gpu::gemm, one row);
+//! 2. where the output's tensor is folded, the rows `δ^yᵀ w^{y,k}` (gpu::gemm, one row);
 //! 3. per tensor block and dependent layer, in increasing layer order and per column chunk:
 //!    the products `w^{i,k} ξ^{·,k}` (gpu::gemm, reading the weights in place in the flat
-//!    parameter buffer) and rtrl_sensitivity.wgsl (k = 0) for the Kronecker term and σ'
-//!    (reading σ' and the block's source in place in the frames); then `∂E/∂y · ξ^{·,y}` into
-//!    the flat gradient; where the output feeds no later step its tensor is not formed: the
-//!    gradient is `(δ^yᵀ w^{y,k}) · ξ^{·,k}` (`fold`: a row times the tensor);
+//!    parameter buffer), then the Kronecker term and σ' (reading σ' and the block's source in
+//!    place in the frames); then `∂E/∂y · ξ^{·,y}` into the flat gradient; where the output
+//!    feeds no later step its tensor is not formed: the gradient is `(δ^yᵀ w^{y,k}) · ξ^{·,k}`
+//!    (a row times the tensor). Where a tensor is folded right after it is finished (the
+//!    formed output's by `∂E/∂y`, a layer feeding a folded output by its row),
+//!    rtrl_fold.wgsl's `finish_fold` does both in one pass; otherwise (a recurrent edge into
+//!    the output, or `DEEPBELIEF_RTRL_FUSED=0`) rtrl_sensitivity.wgsl (k = 0) finishes and
+//!    `fold` folds;
 //! 4. the shortcut: `backprop` per shortcut layer below the output, from the output down;
 //! 5. `gradient_euler`: the shortcut blocks' `δ^m ⊗ a^n` and `θ ← θ − rate · ∂E/∂θ` in one.
 //!
