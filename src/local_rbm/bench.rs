@@ -49,6 +49,8 @@ pub struct LocalBenchRow {
     /// the model after them, computed by the CPU reference.
     pub reconstruction_error: f64,
     pub device: String,
+    /// The device's product kernels (`gpu::local_rbm::LocalTiling::name`); `None` on the CPU.
+    pub tiling: Option<String>,
 }
 
 /// The benchmark's CD-1 settings: the defaults but a learning rate of 0.002. At Raina's overlap
@@ -101,6 +103,7 @@ pub fn bench_cpu(size: usize, warmups: usize, batches: usize, seed: u64) -> Resu
         paper_gtx_280: paper.map(|p| p.1),
         reconstruction_error: squared / (batches * cases.len()) as f64,
         device: crate::backend::Backend::describe(&crate::backend::cpu::CpuBackend),
+        tiling: None,
     })
 }
 
@@ -120,6 +123,7 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
     let settings = bench_settings(seed);
     let start = LocalCdTrainer::new(settings.clone(), geometry, &cases)?.model;
     let mut trainer = GpuLocalTrainer::new(ctx, &start, settings, BATCH);
+    let tiling = trainer.tiling().name().to_string();
     let batch = upload(ctx, "local_bench_batch", &cases);
     for _ in 0..warmups.max(1) {
         trainer.train_batch(ctx, &batch);
@@ -153,5 +157,28 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
         paper_gtx_280: paper.map(|p| p.1),
         reconstruction_error,
         device: format!("{} ({:?})", info.name, info.backend),
+        tiling: Some(tiling),
     })
+}
+
+/// Where a batch's time goes at `size`² on the device: the trainer of [`bench_gpu`] (the
+/// tiling `DEEPBELIEF_LOCAL_TILING` picks), `warmups` untimed batches, then GPU timestamps
+/// around every dispatch of `batches` batches (`GpuLocalTrainer::profile`). Needs the
+/// adapter's timestamp queries; the error says so where they are missing.
+pub async fn profile_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize, batches: usize, seed: u64) -> Result<crate::gpu::local_rbm_trainer::LocalProfile, String> {
+    use crate::gpu::buffers::{upload, wait_idle};
+    use crate::gpu::local_rbm_trainer::GpuLocalTrainer;
+    let geometry = Geometry::new(size, size, 1, PATCH, STRIDE, HIDDEN_PER_PATCH, false).map_err(|e| format!("--local-sizes {size}: {e}"))?;
+    crate::gpu::local_rbm_trainer::check_fit(ctx, &geometry, BATCH).map_err(|e| format!("--local-sizes {size}: {e}"))?;
+    let images = grating_images(4, 2 * size, seed);
+    let cases = image_crops(&images, size, BATCH, seed, VisibleUnits::Gaussian)?;
+    let settings = bench_settings(seed);
+    let start = LocalCdTrainer::new(settings.clone(), geometry, &cases)?.model;
+    let mut trainer = GpuLocalTrainer::new(ctx, &start, settings, BATCH);
+    let batch = upload(ctx, "local_bench_batch", &cases);
+    for _ in 0..warmups {
+        trainer.train_batch(ctx, &batch);
+    }
+    wait_idle(ctx).await.map_err(|e| e.to_string())?;
+    trainer.profile(ctx, &batch, batches).await.map_err(|e| format!("--local-profile at {size}²: {}", e.0))
 }

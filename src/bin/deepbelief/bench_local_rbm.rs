@@ -13,7 +13,7 @@
 use crate::backend_choice::{self, BackendChoice};
 use crate::output::Output;
 use clap::Args;
-use deepbelief::local_rbm::bench::{LocalBenchRow, SIZES};
+use deepbelief::local_rbm::bench::{LocalBenchRow, BATCH, SIZES};
 use deepbelief::local_rbm::train::sample_bernoulli;
 use deepbelief::local_rbm::{cd1_gradient, CoverLists, Geometry, LocalRbm, PassBuffers};
 use deepbelief::model::VisibleUnits;
@@ -40,6 +40,13 @@ pub struct LocalRbmBenchArgs {
     /// --local-rbm: write the NumPy peer's agreement cases to this JSON file instead of timing.
     #[arg(long, value_name = "FILE")]
     pub local_dump: Option<PathBuf>,
+    /// --local-rbm --backend gpu: instead of timing, GPU timestamps around every dispatch of
+    /// --local-batches batches after --local-warmups (each dispatch in its own pass): each
+    /// dispatch's label, µs and TFLOP/s, their sum and the batch's span, per size (with --json,
+    /// one object per size). The products' kernels are DEEPBELIEF_LOCAL_TILING's (old, new, ...).
+    /// Needs the adapter's timestamp queries.
+    #[arg(long)]
+    pub local_profile: bool,
 }
 
 pub fn run(args: &LocalRbmBenchArgs, backend: BackendChoice, output: Output) -> Result<(), String> {
@@ -47,14 +54,38 @@ pub fn run(args: &LocalRbmBenchArgs, backend: BackendChoice, output: Output) -> 
         return dump_cases(path, output);
     }
     let engine = backend_choice::engine(backend)?;
+    if engine.is_gpu() {
+        // The device's product kernels: a bad value is refused before any size.
+        deepbelief::gpu::local_rbm::LocalTiling::from_env()?;
+    }
+    if args.local_profile {
+        let deepbelief::engine::Engine::Gpu(ctx) = &engine else {
+            return Err("--local-profile times the device: add --backend gpu".into());
+        };
+        for &size in &args.local_sizes {
+            let p = pollster::block_on(deepbelief::local_rbm::bench::profile_gpu(ctx, size, args.local_warmups, args.local_batches, 1))?;
+            print_profile(size, &p, output);
+        }
+        return Ok(());
+    }
     let print = |r: &LocalBenchRow| {
         let paper = match (r.paper_dual_core_cpu, r.paper_gtx_280) {
             (Some(cpu), Some(gpu)) => format!(" (Table 3: dual-core CPU {cpu:.0} s, GTX 280 {gpu:.0} s)"),
             _ => String::new(),
         };
         output.text(&format!(
-            "local RBM {0}×{0}: {1} × {2} ({3} positions, {4} weights), batch {5}: {6:.4} s per batch ({7} timed), {8:.0} s per million examples{paper}; {9}",
-            r.image_size, r.n_visible, r.n_hidden, r.positions, r.weights, r.batch, r.seconds_median, r.batches_timed, r.seconds_per_million, r.device
+            "local RBM {0}×{0}: {1} × {2} ({3} positions, {4} weights), batch {5}: {6:.4} s per batch ({7} timed), {8:.1} s per million examples{paper}; {9}{10}",
+            r.image_size,
+            r.n_visible,
+            r.n_hidden,
+            r.positions,
+            r.weights,
+            r.batch,
+            r.seconds_median,
+            r.batches_timed,
+            r.seconds_per_million,
+            r.device,
+            r.tiling.as_ref().map_or(String::new(), |t| format!(", tiling {t}"))
         ));
         if output.json {
             let line = serde_json::to_string(&r).expect("a benchmark row serialises");
@@ -64,6 +95,29 @@ pub fn run(args: &LocalRbmBenchArgs, backend: BackendChoice, output: Output) -> 
     };
     pollster::block_on(engine.bench_local_rbm(&args.local_sizes, args.local_warmups, args.local_batches, print))?;
     Ok(())
+}
+
+fn print_profile(size: usize, p: &deepbelief::gpu::local_rbm_trainer::LocalProfile, output: Output) {
+    output.text(&format!(
+        "local RBM profile {size}×{size} (tiling {}; {} bank group{}, {} dispatches per batch; mean of {} batches, each dispatch in its own pass):",
+        p.tiling,
+        p.bank_groups,
+        if p.bank_groups == 1 { "" } else { "s" },
+        p.dispatches.len(),
+        p.batches
+    ));
+    let rate = |gflop: f64, us: f64| if gflop > 0.0 && us > 0.0 { format!("  ({gflop:.2} GFLOP, {:.1} TFLOP/s)", gflop / us * 1e-3) } else { String::new() };
+    for d in &p.dispatches {
+        output.text(&format!("  {:>9.1} µs  {}{}", d.microseconds, d.label, rate(d.gflop, d.microseconds)));
+    }
+    output.text(&format!("  {:>9.1} µs  sum of the dispatches per batch{}", p.dispatch_sum_us, rate(p.gflop, p.dispatch_sum_us)));
+    output.text(&format!("  {:>9.1} µs  per batch from the first dispatch's start to the last one's end ({:.1} s per million examples)", p.batch_span_us, p.batch_span_us / BATCH as f64));
+    if output.json {
+        let mut v = serde_json::to_value(p).expect("a profile serialises");
+        v["image_size"] = size.into();
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{v}").and_then(|_| out.flush());
+    }
 }
 
 /// One agreement case: parameters drawn from Philox, a batch, and every intermediate.
