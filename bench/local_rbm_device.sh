@@ -2,8 +2,9 @@
 # Issue 19's Table 3 replica (Raina, Madhavan & Ng 2009, §5: CD-1 of the overlapping-patch RBM,
 # 24x24 patches 8 apart, 192 hidden units each, batches of 192, at 144² and 192²) and their
 # four-layer DBN on the H100 device machine, in one run, at most
-# OURS_TIMEOUT_S + TORCH_TIMEOUT_S + DBN_TIMEOUT_S + CPU_S = 360 s by default. Every figure is a
-# JSON line in $OUT/lr_*.jsonl, a table in $OUT/lr_summary.txt.
+# (number of TILINGS) × OURS_TIMEOUT_S + TORCH_TIMEOUT_S + DBN_TIMEOUT_S + CPU_S = 440 s by
+# default (plus PROFILE_TIMEOUT_S per tiling with PROFILE=1). Every figure is a JSON line in
+# $OUT/lr_*.jsonl, a table in $OUT/lr_summary.txt.
 #
 # Run from the repository root there, with our binary carried at .sweep/bin/deepbelief (built
 # here: cargo build --release --bin deepbelief && cp target/release/deepbelief .sweep/bin/)
@@ -12,9 +13,14 @@
 #   bash bench/local_rbm_device.sh            (device run: carry [".sweep", ".gl"])
 #
 # In this order, each step under `timeout` (what it printed before that stays in its file):
-#   1. ours on the GPU: deepbelief bench --local-rbm --backend gpu --local-sizes SIZES (the
-#      device-resident trainer, BATCHES batches submitted back to back after WARMUPS; seconds
-#      per million examples; targets 20 / 40 s at 144² / 192²).
+#   0. (PROFILE=1) for each of TILINGS: deepbelief bench --local-rbm --backend gpu
+#      --local-profile --local-sizes SIZES with DEEPBELIEF_LOCAL_TILING set: each dispatch of a
+#      CD-1 batch timed with GPU timestamps (µs, TFLOP/s of the products, their sum), appended
+#      to $OUT/lr_profile.txt (and --json objects to lr_profile.jsonl).
+#   1. ours on the GPU, once per tiling of TILINGS: deepbelief bench --local-rbm --backend gpu
+#      --local-sizes SIZES (the device-resident trainer, BATCHES batches submitted back to back
+#      after WARMUPS; seconds per million examples; targets 20 / 40 s at 144² / 192²); each
+#      row labelled with the knob's value ("knob") and the kernels it ran ("tiling").
 #   2. PyTorch on the GPU: bench/local_rbm_torch.py --check (its step against the NumPy peer's,
 #      on the CPU), then the same layers with unfold + bmm, eager and CUDA-graph captured.
 #   3. Raina's four-layer DBN (25,600 → 82,944 → 8,192 → 4,608 → 1,024 units, 91.4M weights)
@@ -26,12 +32,15 @@
 #   4. (CPU_S > 0) the scaled 48² layer on the CPU, ours (bench --local-rbm --backend cpu,
 #      RAYON_NUM_THREADS=CPU_THREADS) against bench/local_rbm_numpy.py (OMP threads alike).
 #
-# Knobs (environment): SIZES (144,192), BATCHES (20), WARMUPS (3), REPEATS (3), VARIANTS
+# Knobs (environment): TILINGS (space-separated values of DEEPBELIEF_LOCAL_TILING, the product
+# kernels: "new old" by default; new = 8x8, also 4x8, 4x4, wide; see docs/LOCAL_RBM.md),
+# PROFILE (1: step 0; 0, the default: not), PROFILE_BATCHES (5), PROFILE_TIMEOUT_S (60),
+# SIZES (144,192), BATCHES (20), WARMUPS (3), REPEATS (3), VARIANTS
 # (eager,cuda-graph), OURS_TIMEOUT_S (80), TORCH_TIMEOUT_S (90), DBN_EPOCHS (3), DBN_CASES (3840),
 # DBN_TIMEOUT_S (150), DBN_LAYERS, DBN_SIZE (160), DBN_RATE (empty: per-layer defaults), DBN_CHECKPOINT_EVERY (1), CPU_S (40; 0 skips step 4), CPU_THREADS (4),
 # BIN (.sweep/bin/deepbelief), TORCH_DEVICE (cuda; cpu for a smoke test without CUDA). A smoke
 # test of our half where there is no GPU: SIZES=48 BATCHES=2 WARMUPS=1 DBN_LAYERS=local:8:4:8,dense:16
-# DBN_SIZE=16 DBN_CASES=384 DBN_EPOCHS=2 TORCH_TIMEOUT_S=0 CPU_S=0 WGPU_BACKEND=vulkan
+# DBN_SIZE=16 DBN_CASES=384 DBN_EPOCHS=2 TORCH_TIMEOUT_S=0 CPU_S=0 PROFILE=1 WGPU_BACKEND=vulkan
 # VK_DRIVER_FILES=<lavapipe's ICD> BIN=target/release/deepbelief.
 set -u
 cd "$(dirname "$0")/.."
@@ -41,6 +50,10 @@ mkdir -p "$OUT"
 LOG=$OUT/lr.log
 : >"$LOG"
 SIZES=${SIZES:-144,192}
+TILINGS=${TILINGS:-new old}
+PROFILE=${PROFILE:-0}
+PROFILE_BATCHES=${PROFILE_BATCHES:-5}
+PROFILE_TIMEOUT_S=${PROFILE_TIMEOUT_S:-60}
 BATCHES=${BATCHES:-20}
 WARMUPS=${WARMUPS:-3}
 REPEATS=${REPEATS:-3}
@@ -77,7 +90,7 @@ fi
 
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "cores: $(nproc); sizes $SIZES, $BATCHES batches of 192 after $WARMUPS; DBN $DBN_LAYERS at ${DBN_SIZE}², $DBN_EPOCHS epochs of $DBN_CASES crops"
+  echo "cores: $(nproc); sizes $SIZES, $BATCHES batches of 192 after $WARMUPS, tilings $TILINGS (profile: $PROFILE); DBN $DBN_LAYERS at ${DBN_SIZE}², $DBN_EPOCHS epochs of $DBN_CASES crops"
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader 2>&1
   python3 -c 'import numpy, torch, sys; print("python", sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
   echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}; $(ldconfig -p | grep -c libvulkan) libvulkan entries"
@@ -85,12 +98,36 @@ fi
 } >"$OUT/lr_env.txt" 2>&1
 cat "$OUT/lr_env.txt" >&2
 
-# --- 1. Ours on the GPU ---------------------------------------------------------------------------
-say "ours GPU (wgpu, Vulkan): bench --local-rbm --backend gpu --local-sizes $SIZES, at most ${OURS_TIMEOUT_S} s"
-if ! timeout "$OURS_TIMEOUT_S" "$BIN" bench --local-rbm --backend gpu --local-sizes "$SIZES" --local-batches "$BATCHES" --local-warmups "$WARMUPS" \
-  --json >"$OUT/lr_ours_gpu.jsonl" 2>>"$LOG"; then
-  FAILED+=("ours gpu (exit or timeout)")
+# --- 0. Where a batch's time goes, per tiling (PROFILE=1) -----------------------------------------
+if [ "$PROFILE" = 1 ]; then
+  : >"$OUT/lr_profile.jsonl"
+  for tiling in $TILINGS; do
+    say "profile (DEEPBELIEF_LOCAL_TILING=$tiling): bench --local-rbm --backend gpu --local-profile --local-sizes $SIZES, at most ${PROFILE_TIMEOUT_S} s"
+    { echo "== $(date -u +%FT%TZ) $("$BIN" --version) DEEPBELIEF_LOCAL_TILING=$tiling"
+      DEEPBELIEF_LOCAL_TILING=$tiling timeout "$PROFILE_TIMEOUT_S" "$BIN" bench --local-rbm --backend gpu --local-profile --local-sizes "$SIZES" \
+        --local-batches "$PROFILE_BATCHES" --local-warmups "$WARMUPS" --json 2>&1 || echo "(failed or timed out)"; } >"$OUT/lr_profile_run.txt"
+    grep -v '^{' "$OUT/lr_profile_run.txt" | tee -a "$OUT/lr_profile.txt" >&2
+    grep '^{' "$OUT/lr_profile_run.txt" | python3 -c 'import json, sys
+for line in sys.stdin:
+    row = json.loads(line); row["knob"] = sys.argv[1]; print(json.dumps(row))' "$tiling" >>"$OUT/lr_profile.jsonl"
+    grep -q '^{' "$OUT/lr_profile_run.txt" || FAILED+=("profile $tiling (no rows)")
+  done
+  rm -f "$OUT/lr_profile_run.txt"
 fi
+
+# --- 1. Ours on the GPU, per tiling ---------------------------------------------------------------
+: >"$OUT/lr_ours_gpu.jsonl"
+for tiling in $TILINGS; do
+  say "ours GPU (wgpu, Vulkan, DEEPBELIEF_LOCAL_TILING=$tiling): bench --local-rbm --backend gpu --local-sizes $SIZES, at most ${OURS_TIMEOUT_S} s"
+  if ! DEEPBELIEF_LOCAL_TILING=$tiling timeout "$OURS_TIMEOUT_S" "$BIN" bench --local-rbm --backend gpu --local-sizes "$SIZES" --local-batches "$BATCHES" \
+    --local-warmups "$WARMUPS" --json 2>>"$LOG" >"$OUT/lr_ours_gpu_run.jsonl"; then
+    FAILED+=("ours gpu $tiling (exit or timeout)")
+  fi
+  grep '^{' "$OUT/lr_ours_gpu_run.jsonl" | python3 -c 'import json, sys
+for line in sys.stdin:
+    row = json.loads(line); row["knob"] = sys.argv[1]; print(json.dumps(row))' "$tiling" >>"$OUT/lr_ours_gpu.jsonl"
+done
+rm -f "$OUT/lr_ours_gpu_run.jsonl"
 
 # --- 2. PyTorch on the GPU ------------------------------------------------------------------------
 : >"$OUT/lr_torch_gpu.jsonl"
@@ -138,20 +175,27 @@ def rows(name):
         return []
 ours, torch_rows, dbn = rows("lr_ours_gpu.jsonl"), rows("lr_torch_gpu.jsonl"), rows("lr_dbn.jsonl")
 targets = {144: 20.0, 192: 40.0}
-print("Table 3: seconds per million examples of CD-1 (batches of 192; ratio = ours / torch's fastest, <= 1 is ours faster)")
-print(f"{'size':>5} | {'ours GPU':>9} {'target':>7} | {'torch eager':>11} {'torch graph':>11} {'ratio':>6} | {'GTX 280':>8} | recon. error ours / torch")
+print("Table 3: seconds per million examples of CD-1 (batches of 192; ratio = ours / torch's fastest, <= 1 is ours faster; one row per tiling)")
+print(f"{'size':>5} {'tiling':>10} | {'ours GPU':>9} {'target':>7} | {'torch eager':>11} {'torch graph':>11} {'ratio':>6} | {'GTX 280':>8} | recon. error ours / torch")
 for r in ours:
     size = r["image_size"]
+    label = f"{r.get('knob', '-')}" + (f"={r['tiling']}" if r.get("tiling") and r.get("tiling") != r.get("knob") else "")
     t = {x["variant"]: x for x in torch_rows if x["image_size"] == size}
     best = min(t.values(), key=lambda x: x["seconds_per_million"]) if t else None
     fmt = lambda x: f"{x['seconds_per_million']:.1f}" if x else "-"
     ratio = f"{r['seconds_per_million'] / best['seconds_per_million']:.2f}" if best else "-"
-    print(f"{size:>5} | {r['seconds_per_million']:>9.1f} {targets.get(size, float('nan')):>7.0f} | {fmt(t.get('eager')):>11} {fmt(t.get('cuda-graph')):>11} {ratio:>6} | "
+    print(f"{size:>5} {label:>10} | {r['seconds_per_million']:>9.1f} {targets.get(size, float('nan')):>7.0f} | {fmt(t.get('eager')):>11} {fmt(t.get('cuda-graph')):>11} {ratio:>6} | "
           f"{r.get('paper_gtx_280') or '-':>8} | {r['reconstruction_error']:.4f} / {best['reconstruction_error'] if best else float('nan'):.4f}")
 try:
     print("torch check:", open(f"{out}/lr_torch_check.json").read().strip())
 except OSError:
     pass
+for p in rows("lr_profile.jsonl"):
+    products = [d for d in p["dispatches"] if d["gflop"] > 0]
+    parts = ", ".join(f"{d['label']} {d['microseconds']:.0f}" for d in p["dispatches"])
+    products_us = sum(d["microseconds"] for d in products)
+    print(f"profile {p['image_size']}² {p['knob']} ({p['tiling'].split(':')[0]}): sum {p['dispatch_sum_us']:.0f} µs, span {p['batch_span_us']:.0f} µs"
+          f" ({p['batch_span_us'] / 192:.1f} s per million), products {products_us:.0f} µs ({p['gflop'] / max(products_us, 1e-9) * 1e-3:.1f} TFLOP/s); {parts}")
 print()
 final = next((r for r in dbn if "layers" in r), None)
 wall = next((r["dbn_wall_seconds"] for r in dbn if "dbn_wall_seconds" in r), None)
