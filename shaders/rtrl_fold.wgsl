@@ -8,10 +8,13 @@
 //
 // fold reads t as it is (the standalone fold: a previous step's tensor, or the unfused path).
 // The row is δ^yᵀ w^{y,k} (the output's tensor folded: ∂E/∂y · ξ^{·,y} = Σ_k (δ^yᵀ w^{y,k}) ξ^{·,k}
-// plus the own term) or ∂E/∂y (the output's tensor formed). CPU reference:
+// plus the own term) or ∂E/∂y (the output's tensor formed); fold also forms δ^yᵀ w^{y,k} itself
+// (row δ^y, t the weights w^{y,k} in place in the parameters, the result into its own buffer). CPU reference:
 // gpu::recurrent_fold::finish_fold_reference (and recurrent::rtrl for the whole step).
 // Layouts, f32 row-major: t rows × width (one column chunk of the block's P columns); deriv,
-// row: rows; source: block_cols; gradient: the flat gradient, the chunk's columns at offset.
+// row: rows from row_offset, t from tensor_offset (0 for a tensor chunk; in place where the
+// buffer holds more); source: block_cols; gradient: the flat gradient, the chunk's columns at
+// gradient_offset.
 // Workgroup 32 columns × 8 row groups: a group's 32 invocations read 32 adjacent floats of a
 // row (128 bytes, coalesced); each invocation takes the rows j ≡ group (mod 8), four loads in
 // flight before their use (one tensor column per step would wait a memory latency per row);
@@ -27,6 +30,10 @@ struct FoldDims {
     accumulate: u32,
     gradient_accumulate: u32,
     gradient_offset: u32,
+    row_offset: u32,
+    tensor_offset: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> dims: FoldDims;
@@ -49,7 +56,7 @@ fn column(local: vec3<u32>, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 // t[j, c], 0 past the last row.
 fn tensor_at(j: u32, c: u32) -> f32 {
     if (j < dims.rows) {
-        return tensor[j * dims.width + c];
+        return tensor[dims.tensor_offset + j * dims.width + c];
     }
     return 0.0;
 }
@@ -72,14 +79,14 @@ fn finish(j: u32, c: u32, v: f32, own_row: u32, own_value: f32) -> f32 {
         x += own_value;
     }
     x = deriv[j] * x;
-    tensor[j * dims.width + c] = x;
-    return row[j] * x;
+    tensor[dims.tensor_offset + j * dims.width + c] = x;
+    return row[dims.row_offset + j] * x;
 }
 
 // row[j] · v, 0 past the last row.
 fn weighted(j: u32, v: f32) -> f32 {
     if (j < dims.rows) {
-        return row[j] * v;
+        return row[dims.row_offset + j] * v;
     }
     return 0.0;
 }

@@ -271,18 +271,21 @@ fn values(seed: u64, n: usize) -> Vec<f32> {
 fn fold_kernels_follow_the_reference() {
     // rtrl_fold.wgsl against its plain-loop reference: rows and columns that are not multiples
     // of the workgroup's 8 row groups × 4 loads and 32 columns, chunks starting inside the
-    // block's P (the Kronecker term's row and column from col0 + c), the gradient at an offset
-    // with neighbours left alone, every flag of both entry points.
+    // block's P (the Kronecker term's row and column from col0 + c), the row and tensor inside
+    // larger buffers, the gradient at an offset with neighbours left alone, every flag of both
+    // entry points.
     let ctx = context();
     let flags = [(true, 1, 1, 0), (true, 0, 1, 1), (true, 1, 0, 1), (true, 0, 0, 0), (false, 0, 0, 0), (false, 0, 0, 1)];
     // (rows, block_cols, col0, width): col0 + width ≤ rows · block_cols = P.
     for (shape, &(rows, block_cols, col0, width)) in [(1, 1, 0, 1), (5, 9, 3, 37), (12, 10, 0, 100), (37, 20, 130, 70), (64, 5, 60, 257)].iter().enumerate() {
         let seed = 10 * shape as u64;
-        let (tensor, deriv, source, row) = (values(seed, rows * width), values(seed + 1, rows), values(seed + 2, block_cols), values(seed + 3, rows));
+        // Odd shapes read the row and the tensor from inside larger buffers.
+        let (row_offset, tensor_offset) = if shape % 2 == 1 { (3, 7) } else { (0, 0) };
+        let (tensor, deriv, source, row) = (values(seed, tensor_offset + rows * width), values(seed + 1, rows), values(seed + 2, block_cols), values(seed + 3, row_offset + rows));
         let offset = 4;
         let gradient = values(seed + 4, offset + width + 5);
         for &(finish, own, accumulate, gradient_accumulate) in &flags {
-            let dims = FoldDims { rows: rows as u32, width: width as u32, block_cols: block_cols as u32, col0: col0 as u32, own, accumulate, gradient_accumulate, gradient_offset: offset as u32 };
+            let dims = FoldDims { rows: rows as u32, width: width as u32, block_cols: block_cols as u32, col0: col0 as u32, own, accumulate, gradient_accumulate, gradient_offset: offset as u32, row_offset: row_offset as u32, tensor_offset: tensor_offset as u32, ..Default::default() };
             let case = FoldCase { dims, finish, tensor: &tensor, deriv: &deriv, source: &source, row: &row, gradient: &gradient };
             let (want_tensor, want_gradient) = finish_fold_reference(&case);
             let (got_tensor, got_gradient) = pollster::block_on(finish_fold(&ctx, &case)).unwrap();

@@ -119,7 +119,7 @@ fn twins() -> BTreeMap<(&'static str, &'static str), Layout> {
         (("ais", "params"), rust_layout!(ais::Params { runs, n_visible, n_hidden, last, key, _pad })),
         (("rtrl_sensitivity", "dims"), rust_layout!(recurrent::SensitivityDims { rows, k, width, block_cols, col0, own, accumulate, finish })),
         (("rtrl_step", "dims"), rust_layout!(recurrent_step::StepDims { layer, rows, block, blocks, total, outputs, out_offset, count, rate, _pad0, _pad1, _pad2 })),
-        (("rtrl_fold", "dims"), rust_layout!(recurrent_fold::FoldDims { rows, width, block_cols, col0, own, accumulate, gradient_accumulate, gradient_offset })),
+        (("rtrl_fold", "dims"), rust_layout!(recurrent_fold::FoldDims { rows, width, block_cols, col0, own, accumulate, gradient_accumulate, gradient_offset, row_offset, tensor_offset, _pad0, _pad1 })),
         (("local_rbm", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation, first_position, group_positions, gather_flags, _pad })),
         (("local_rbm_train", "dims"), rust_layout!(local_rbm::LocalDims { rows, cols, channels, patch_side, stride, units, positions, positions_cols, width, tied, cases, activation, first_position, group_positions, gather_flags, _pad })),
         (

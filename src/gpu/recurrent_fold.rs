@@ -33,6 +33,13 @@ pub struct FoldDims {
     pub gradient_accumulate: u32,
     /// Where the chunk's column 0 sits in the flat gradient.
     pub gradient_offset: u32,
+    /// Where the row starts in its buffer.
+    pub row_offset: u32,
+    /// Where the tensor starts in its buffer (0 for a chunk's own buffer; a weight block's
+    /// offset in the parameters where fold forms δ^yᵀ w^{y,k}).
+    pub tensor_offset: u32,
+    pub _pad0: u32,
+    pub _pad1: u32,
 }
 
 /// The kernels as compiled.
@@ -45,9 +52,10 @@ pub(crate) fn groups(width: usize) -> (u32, u32, u32) {
     shader::grid((width as u32).div_ceil(COLS))
 }
 
-/// One fold as a test states it: the tensor chunk (`rows × width`, row-major: the GEMM's
-/// product for `finish`, the finished tensor otherwise), σ', the block's own source (for the
-/// Kronecker term), the row and the gradient before.
+/// One fold as a test states it: the tensor chunk (`rows × width`, row-major, from
+/// `dims.tensor_offset`: the GEMM's product for `finish`, the finished tensor otherwise), σ',
+/// the block's own source (for the Kronecker term), the row (from `dims.row_offset`) and the
+/// gradient before.
 pub struct FoldCase<'a> {
     pub dims: FoldDims,
     /// `finish_fold` (true) or `fold`.
@@ -65,11 +73,12 @@ pub fn finish_fold_reference(case: &FoldCase<'_>) -> (Vec<f32>, Vec<f32>) {
     let (rows, width) = (d.rows as usize, d.width as usize);
     let mut tensor = case.tensor.to_vec();
     let mut gradient = case.gradient.to_vec();
+    let (row_at, tensor_at) = (d.row_offset as usize, d.tensor_offset as usize);
     for c in 0..width {
         let p = (d.col0 as usize) + c;
         let mut sum = 0.0f64;
         for j in 0..rows {
-            let at = j * width + c;
+            let at = tensor_at + j * width + c;
             if case.finish {
                 let mut x = if d.accumulate != 0 { tensor[at] } else { 0.0 };
                 if d.own != 0 && j == p / d.block_cols as usize {
@@ -77,7 +86,7 @@ pub fn finish_fold_reference(case: &FoldCase<'_>) -> (Vec<f32>, Vec<f32>) {
                 }
                 tensor[at] = case.deriv[j] * x;
             }
-            sum += case.row[j] as f64 * tensor[at] as f64;
+            sum += case.row[row_at + j] as f64 * tensor[at] as f64;
         }
         let at = d.gradient_offset as usize + c;
         gradient[at] = if d.gradient_accumulate != 0 { (gradient[at] as f64 + sum) as f32 } else { sum as f32 };

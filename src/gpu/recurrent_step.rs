@@ -10,7 +10,8 @@
 //! 1. `forward` (rtrl_step.wgsl) per layer, reading the input from the step's slot of the
 //!    examples buffer, then `output_delta` (`∂E/∂y`, `E`, `δ^y`, and `E` and `y` into the
 //!    step's slot of the results);
-//! 2. where the output's tensor is folded, the rows `δ^yᵀ w^{y,k}` (gpu::gemm, one row);
+//! 2. where the output's tensor is folded, the rows `δ^yᵀ w^{y,k}` (rtrl_fold.wgsl's `fold`;
+//!    a one-row gpu::gemm with `DEEPBELIEF_RTRL_FUSED=0`);
 //! 3. per tensor block and dependent layer, in increasing layer order and per column chunk:
 //!    the products `w^{i,k} ξ^{·,k}` (gpu::gemm, reading the weights in place in the flat
 //!    parameter buffer), then the Kronecker term and σ' (reading σ' and the block's source in
@@ -78,8 +79,9 @@ pub(crate) fn source() -> String {
 /// - `DEEPBELIEF_RTRL_SPLIT_K=auto|N` (auto: `gemm::auto_splits`; the products' k is a layer's
 ///   fan-in, 2n on the adder);
 /// - `DEEPBELIEF_RTRL_FUSED=1|0` (1, the default: where a tensor is folded into the gradient
-///   right after it is formed, `finish_fold` finishes it and folds it in one pass; 0: the
-///   finishing kernel, then `fold`, as before 2026-11-30).
+///   right after it is formed, `finish_fold` finishes it and folds it in one pass, and `fold`
+///   forms the rows `δ^yᵀ w^{y,k}`; 0: the finishing kernel, then `fold`, and the rows as
+///   one-row GEMMs, the dispatches of 2026-11-29).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtrlKnobs {
     pub tiling: Option<Tiling>,
@@ -409,13 +411,13 @@ impl DeviceRtrl {
         };
         let per_invocation = |count: usize| shader::grid((count as u32).div_ceil(WG));
         // rtrl_fold.wgsl: `finishing` (σ' and the block's source) makes it finish_fold, else fold.
-        let fold_op = |label: String, dims: FoldDims, row: wgpu::BindingResource<'_>, tensor: &wgpu::Buffer, finishing: Option<(wgpu::BindingResource<'_>, wgpu::BindingResource<'_>)>, keep: &mut Vec<wgpu::Buffer>| -> Op {
+        let fold_op = |label: String, dims: FoldDims, row: wgpu::BindingResource<'_>, tensor: &wgpu::Buffer, finishing: Option<(wgpu::BindingResource<'_>, wgpu::BindingResource<'_>)>, out: &wgpu::Buffer, keep: &mut Vec<wgpu::Buffer>| -> Op {
             let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor { label: Some("rtrl fold dims"), contents: bytemuck::bytes_of(&dims), usage: wgpu::BufferUsages::UNIFORM });
             let mut entries = vec![
                 wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() },
                 wgpu::BindGroupEntry { binding: 3, resource: row },
                 wgpu::BindGroupEntry { binding: 4, resource: tensor.as_entire_binding() },
-                wgpu::BindGroupEntry { binding: 5, resource: gradient.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 5, resource: out.as_entire_binding() },
             ];
             let pipeline = if finishing.is_some() { FINISH_FOLD } else { FOLD };
             if let Some((deriv, source)) = finishing {
@@ -470,6 +472,12 @@ impl DeviceRtrl {
             if folds {
                 let delta_offset = (n_out + 1 + layer_offsets[out]) as u64;
                 for (ci, cb) in net.blocks.iter().enumerate().filter(|(_, cb)| cb.to == out && cb.source != Source::Bias) {
+                    if knobs.fused {
+                        // δ^y (n_out) times w^{y,k} (n_out × n_k), both in place: a fold.
+                        let dims = FoldDims { rows: n_out as u32, width: cb.cols as u32, block_cols: 1, row_offset: delta_offset as u32, tensor_offset: cb.offset as u32, ..Default::default() };
+                        ops.push(fold_op(format!("fold row δ^yᵀ {} (fold {}×{})", cb.name(), n_out, cb.cols), dims, work.as_entire_binding(), &params, None, &folded[ci], &mut keep));
+                        continue;
+                    }
                     let op = GemmOp::new(1, n_out as u32, cb.cols as u32, &work, &params, &folded[ci]).with_a(MatRef::at(&work, delta_offset, n_out as u32)).with_b(MatRef::at(&params, cb.offset as u64, cb.cols as u32));
                     ops.push(Op { label: format!("fold row δ^yᵀ {} (gemm 1×{}×{})", cb.name(), n_out, cb.cols), compute: Compute::Gemm(Box::new(gemm.prepare(ctx, &op)?)) });
                 }
@@ -534,9 +542,9 @@ impl DeviceRtrl {
                         let deriv = in_frame(frame, total + layer_offsets[i], layers[i]);
                         let own = (i == block.to) as u32;
                         if let Some((what, row)) = &fused {
-                            let dims = FoldDims { rows: layers[i] as u32, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own, accumulate: (terms > 0) as u32, gradient_accumulate: written as u32, gradient_offset: (block.offset + col0) as u32 };
+                            let dims = FoldDims { rows: layers[i] as u32, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own, accumulate: (terms > 0) as u32, gradient_accumulate: written as u32, gradient_offset: (block.offset + col0) as u32, ..Default::default() };
                             let label = format!("ξ[{}] layer {i}{chunk}: Kronecker term, σ', ∂E/∂{} {} {what} (finish_fold)", block.name(), block.name(), if written { "+=" } else { "=" });
-                            ops.push(fold_op(label, dims, row.clone(), tensor_out, Some((deriv, source.clone())), &mut keep));
+                            ops.push(fold_op(label, dims, row.clone(), tensor_out, Some((deriv, source.clone())), &gradient, &mut keep));
                             continue;
                         }
                         let dims = SensitivityDims { rows: layers[i] as u32, k: 0, width: width as u32, block_cols: block.cols as u32, col0: col0 as u32, own, accumulate: (terms > 0) as u32, finish: 1 };
@@ -565,7 +573,7 @@ impl DeviceRtrl {
                 if formed && !knobs.fused {
                     for (c, &(col0, width)) in t.chunks.iter().enumerate() {
                         let y = &t.current(out, parity)[c];
-                        ops.push(fold_op(format!("∂E/∂{} = ∂E/∂y·ξ^y chunk {c} (fold)", block.name()), fold_dims(n_out, col0, width, false), work.as_entire_binding(), y, None, &mut keep));
+                        ops.push(fold_op(format!("∂E/∂{} = ∂E/∂y·ξ^y chunk {c} (fold)", block.name()), fold_dims(n_out, col0, width, false), work.as_entire_binding(), y, None, &gradient, &mut keep));
                     }
                 } else if folds_here {
                     // (δ^yᵀ w^{y,k}) ξ^{·,k} of every incoming block of the output with a tensor.
@@ -577,7 +585,7 @@ impl DeviceRtrl {
                         };
                         for (c, &(col0, width)) in t.chunks.iter().enumerate() {
                             let label = format!("∂E/∂{} {} (δ^yᵀ {})·ξ chunk {c} (fold)", block.name(), if written { "+=" } else { "=" }, cb.name());
-                            ops.push(fold_op(label, fold_dims(cb.cols, col0, width, written), folded[ci].as_entire_binding(), &source[c], None, &mut keep));
+                            ops.push(fold_op(label, fold_dims(cb.cols, col0, width, written), folded[ci].as_entire_binding(), &source[c], None, &gradient, &mut keep));
                         }
                         written = true;
                     }
