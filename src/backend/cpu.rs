@@ -18,8 +18,9 @@
 //! different weights on 1 and 2 threads).
 
 use super::strided::{sgemm, Strided};
-use super::{Activation, Backend, Weights};
-use crate::rng::{philox4x32_10, RngStream};
+use super::{Activation, Backend, OuterProduct, Weights};
+use super::wide::wide;
+use crate::rng::{philox4x32_10, philox4x32_10_lanes, RngStream};
 use rayon::prelude::*;
 
 pub struct CpuBackend;
@@ -79,15 +80,18 @@ fn tiled_product(
     tiles.into_par_iter().for_each(|((r0, tm), (c0, tn))| {
         // SAFETY: the callers assert the operand lengths; tiles are disjoint.
         unsafe { sgemm(tm, k, tn, alpha, a.at(r0, 0), b.at(0, c0), beta, c.at(r0, c0), n) };
-        for r in r0..r0 + tm {
-            // SAFETY: row r of this tile, inside `out` and written by this task only.
-            epilogue(c0, unsafe { std::slice::from_raw_parts_mut(c.at(r, c0), tn) });
-        }
+        wide(#[inline(always)] || {
+            for r in r0..r0 + tm {
+                // SAFETY: row r of this tile, inside `out` and written by this task only.
+                epilogue(c0, unsafe { std::slice::from_raw_parts_mut(c.at(r, c0), tn) });
+            }
+        });
     });
 }
 
 /// Adds the bias and applies the activation to one row segment starting at column `col0`.
 fn bias_activation(bias: &[f32], activation: Activation) -> impl Fn(usize, &mut [f32]) + Sync + '_ {
+    #[inline(always)]
     move |col0, row| {
         let bias = &bias[col0..col0 + row.len()];
         match activation {
@@ -158,18 +162,86 @@ impl Backend for CpuBackend {
         tiled_product((nv, rows, nh), scale, vt, h, 1.0, gradient, |_, _| {});
     }
 
+    /// Each block of rows is one task: its products straight into `gradient` (the first with
+    /// beta = 0, so the buffer needs no clearing), then `visit` while the block is in cache. A
+    /// block's products sum over the batch (k ≤ 512 for batches up to 512 cases), which the
+    /// `gemm` crate does in one pass per output element in order, so the values are those of
+    /// `accumulate_outer`'s column tiles.
+    fn outer_products_by_blocks(&self, (nv, nh): (usize, usize), products: &[OuterProduct], gradient: &mut [f32], block_rows: usize, visit: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        assert_eq!(gradient.len(), nv * nh);
+        for p in products {
+            let rows = p.visible.len() / nv.max(1);
+            assert!(p.visible.len() == rows * nv && p.hidden.len() == rows * nh);
+        }
+        if products.is_empty() {
+            gradient.fill(0.0);
+        }
+        gradient.par_chunks_mut((block_rows * nh).max(1)).enumerate().for_each(|(b, block)| {
+            let (r0, tm) = (b * block_rows, block.len() / nh);
+            // Column tiles as in `accumulate_outer` (TILE_COLS wide products ran faster than
+            // whole rows here).
+            for (c0, tn) in blocks(nh, TILE_COLS) {
+                for (index, p) in products.iter().enumerate() {
+                    // Visibleᵀ through strides: row i of the product reads column i of `visible`.
+                    let (vt, h) = (Strided::transposed(p.visible, 0, nv), Strided::rows(p.hidden, 0, nh));
+                    let beta = if index == 0 { 0.0 } else { 1.0 };
+                    if index == 0 && p.visible.is_empty() {
+                        block.fill(0.0); // an empty batch: no product to overwrite the block
+                    }
+                    // SAFETY: the operand lengths are asserted above; the block is this task's.
+                    unsafe { sgemm(tm, p.visible.len() / nv, tn, p.scale, vt.at(r0, 0), h.at(0, c0), beta, block.as_mut_ptr().add(c0), nh) };
+                }
+            }
+            visit(b, block);
+        });
+    }
+
     fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]) {
         assert_eq!(probabilities.len(), samples.len());
         samples.par_chunks_mut(BERNOULLI_BLOCK).zip(probabilities.par_chunks(BERNOULLI_BLOCK)).enumerate().for_each(|(block, (out, p))| {
-            let base = (block * BERNOULLI_BLOCK) as u64;
-            for (group, (out, p)) in out.chunks_mut(4).zip(p.chunks(4)).enumerate() {
-                let uniforms = uniforms4(&stream, base / 4 + group as u64);
-                for ((s, &prob), u) in out.iter_mut().zip(p).zip(uniforms) {
-                    *s = if u < prob { 1.0 } else { 0.0 };
+            let first_group = (block * BERNOULLI_BLOCK / 4) as u64;
+            // Groups of four uniforms (one Philox block) past the runs of PHILOX_LANES blocks.
+            let tail_group = first_group + (p.len() / (4 * PHILOX_LANES) * PHILOX_LANES) as u64;
+            wide(#[inline(always)] || {
+                let mut out = out.chunks_exact_mut(4 * PHILOX_LANES);
+                let mut p = p.chunks_exact(4 * PHILOX_LANES);
+                for (lanes, (out, p)) in (&mut out).zip(&mut p).enumerate() {
+                    let uniforms = uniforms_lanes(&stream, first_group + (lanes * PHILOX_LANES) as u64);
+                    for ((s, &prob), u) in out.iter_mut().zip(p).zip(uniforms) {
+                        *s = if u < prob { 1.0 } else { 0.0 };
+                    }
                 }
-            }
+                // The last partial run of Philox blocks, a block at a time.
+                let (out, p) = (out.into_remainder(), p.remainder());
+                for (group, (out, p)) in out.chunks_mut(4).zip(p.chunks(4)).enumerate() {
+                    let uniforms = uniforms4(&stream, tail_group + group as u64);
+                    for ((s, &prob), u) in out.iter_mut().zip(p).zip(uniforms) {
+                        *s = if u < prob { 1.0 } else { 0.0 };
+                    }
+                }
+            });
         });
     }
+}
+
+/// Philox blocks drawn side by side by `uniforms_lanes`: 16 blocks, 64 uniforms.
+const PHILOX_LANES: usize = 16;
+
+/// `stream.uniform(4·first_group + k)` for k in 0..64: `uniforms4` for 16 consecutive groups at
+/// once, the Philox rounds running over 16 counters in vector registers.
+#[inline(always)]
+fn uniforms_lanes(stream: &RngStream, first_group: u64) -> [f32; 4 * PHILOX_LANES] {
+    let groups: [u64; PHILOX_LANES] = std::array::from_fn(|l| first_group + l as u64);
+    let counters = [
+        groups.map(|g| g as u32),
+        [stream.step as u32; PHILOX_LANES],
+        [(stream.step >> 32) as u32; PHILOX_LANES],
+        groups.map(|g| stream.purpose as u32 | ((g >> 32) as u32) << 8),
+    ];
+    let words = philox4x32_10_lanes(counters, stream.key);
+    // Uniform 4·l + w is word w of block l. The top 24 bits fit an i32, whose conversion to
+    // f32 vectorises everywhere (an unsigned one needs AVX-512).
+    std::array::from_fn(|k| ((words[k % 4][k / 4] >> 8) as i32) as f32 * (1.0 / 16_777_216.0))
 }
 
 /// `stream.uniform(4·group + i)` for i in 0..4 from one Philox block: `RngStream::uniform`
@@ -182,7 +254,7 @@ fn uniforms4(stream: &RngStream, group: u64) -> [f32; 4] {
 
 #[cfg(test)]
 mod tests {
-    use super::{blocks, exp, uniforms4};
+    use super::{bias_activation, blocks, exp, uniforms4, uniforms_lanes, Activation};
     use crate::rng::{Purpose, RngStream};
 
     #[test]
@@ -191,6 +263,32 @@ mod tests {
         for group in [0u64, 1, 2, 1023, 1 << 30, (1 << 32) - 1, 1 << 32, (1 << 33) + 5] {
             let expected: Vec<f32> = (0..4).map(|i| stream.uniform(4 * group + i)).collect();
             assert_eq!(uniforms4(&stream, group).to_vec(), expected, "group {group}");
+        }
+    }
+
+    #[test]
+    fn uniforms_lanes_are_the_streams_uniforms() {
+        let stream = RngStream::new(0x1234_5678_9abc, (7 << 10) | 3, Purpose::ChainHidden);
+        for first_group in [0u64, 16, 1000, (1 << 32) - 5] {
+            let expected: Vec<f32> = (0..64).map(|k| stream.uniform(4 * first_group + k)).collect();
+            assert_eq!(uniforms_lanes(&stream, first_group).to_vec(), expected, "groups from {first_group}");
+            assert_eq!(super::wide(|| uniforms_lanes(&stream, first_group)).to_vec(), expected, "wide, groups from {first_group}");
+        }
+    }
+
+    #[test]
+    fn sigmoid_rows_are_the_same_at_every_vector_width() {
+        // Outside `wide` the epilogue runs as baseline (SSE2) code, inside it as AVX-512 or
+        // AVX2 code where the CPU has them: the bits must not change.
+        let x: Vec<f32> = (0..1000).map(|k| (k as f32 - 500.0) * 0.21).collect();
+        let bias: Vec<f32> = (0..1000).map(|k| (k % 7) as f32 * 0.3 - 1.0).collect();
+        let epilogue = bias_activation(&bias, Activation::Sigmoid);
+        let (mut plain, mut wide_) = (x.clone(), x.clone());
+        epilogue(0, &mut plain);
+        super::wide(|| epilogue(0, &mut wide_));
+        for k in 0..x.len() {
+            let expected = 1.0 / (1.0 + exp(-(x[k] + bias[k])));
+            assert_eq!((plain[k].to_bits(), wide_[k].to_bits()), (expected.to_bits(), expected.to_bits()), "x {}", x[k]);
         }
     }
 

@@ -9,6 +9,7 @@
 
 pub mod cpu;
 pub(crate) mod strided;
+pub(crate) mod wide;
 
 use crate::rng::RngStream;
 
@@ -26,6 +27,15 @@ pub enum Activation {
     Sigmoid,
 }
 
+/// One `scale · visibleᵀ · hidden` term of a weight gradient: `visible` is rows × n_visible,
+/// `hidden` rows × n_hidden.
+#[derive(Clone, Copy)]
+pub struct OuterProduct<'a> {
+    pub visible: &'a [f32],
+    pub hidden: &'a [f32],
+    pub scale: f32,
+}
+
 pub trait Backend: Sync {
     /// Human-readable description, e.g. "CPU (rayon, 2 threads)".
     fn describe(&self) -> String;
@@ -38,6 +48,24 @@ pub trait Backend: Sync {
 
     /// `gradient[i, j] += scale · Σ_r visible[r, i] · hidden[r, j]`.
     fn accumulate_outer(&self, weights_shape: (usize, usize), visible: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]);
+
+    /// `gradient = Σ scale · visibleᵀ · hidden` over `products` (a CD weight gradient: the
+    /// positive and the negative phase), made `block_rows` rows at a time: `visit(b, block)`
+    /// gets rows `b·block_rows..` (the last block may be shorter) right after they are made,
+    /// while they are still in cache, so that the caller's update of those rows costs no second
+    /// pass over memory. Each block is visited once, on any thread, in any order.
+    ///
+    /// The default makes the whole matrix with `accumulate_outer`, then visits the blocks in
+    /// order; the CPU backend makes and visits each block in one task.
+    fn outer_products_by_blocks(&self, (nv, nh): (usize, usize), products: &[OuterProduct], gradient: &mut [f32], block_rows: usize, visit: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        gradient.fill(0.0);
+        for p in products {
+            self.accumulate_outer((nv, nh), p.visible, p.hidden, p.scale, gradient);
+        }
+        for (b, block) in gradient.chunks_mut((block_rows * nh).max(1)).enumerate() {
+            visit(b, block);
+        }
+    }
 
     /// `samples[k] = 1` if `stream.uniform(k) < probabilities[k]`, else 0.
     fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]);
