@@ -188,3 +188,90 @@ fn the_best_of_the_random_trials_wins() {
     let again = initialise_by_trials(&config, &CpuBackend, &data);
     assert_eq!(again.rbm, init.rbm);
 }
+
+/// `CpuBackend` for everything but the fused gradient, which keeps the `Backend` default (the
+/// whole matrix by `accumulate_outer`, then the blocks in order).
+struct UnfusedCpu;
+
+impl deepbelief::backend::Backend for UnfusedCpu {
+    fn describe(&self) -> String {
+        "CPU without the fused gradient".to_string()
+    }
+    fn visible_to_hidden(&self, w: deepbelief::backend::Weights, v: &[f32], b: &[f32], a: deepbelief::backend::Activation, h: &mut [f32]) {
+        CpuBackend.visible_to_hidden(w, v, b, a, h)
+    }
+    fn hidden_to_visible(&self, w: deepbelief::backend::Weights, h: &[f32], b: &[f32], a: deepbelief::backend::Activation, v: &mut [f32]) {
+        CpuBackend.hidden_to_visible(w, h, b, a, v)
+    }
+    fn accumulate_outer(&self, shape: (usize, usize), v: &[f32], h: &[f32], scale: f32, g: &mut [f32]) {
+        CpuBackend.accumulate_outer(shape, v, h, scale, g)
+    }
+    fn bernoulli(&self, p: &[f32], stream: deepbelief::rng::RngStream, s: &mut [f32]) {
+        CpuBackend.bernoulli(p, stream, s)
+    }
+}
+
+/// Values in [-1, 1) that differ from element to element.
+fn pattern(len: usize, seed: u32) -> Vec<f32> {
+    (0..len as u32).map(|k| ((k.wrapping_mul(2_654_435_761) ^ seed.wrapping_mul(40_503)) >> 8) as f32 / 8_388_608.0 - 1.0).collect()
+}
+
+#[test]
+fn fused_gradient_step_equals_outer_products_then_update() {
+    use deepbelief::backend::{Backend, OuterProduct};
+    use deepbelief::train::weights_update::update_weights_from_products;
+    // 784 × 500 (the benchmark's 8 blocks of 98 rows) and shapes whose blocks and lanes do not
+    // divide evenly.
+    for (nv, nh, rows, chains) in [(784, 500, 100, 100), (37, 13, 5, 7), (300, 9, 16, 16), (1, 1, 1, 1)] {
+        let (v0, h0) = (pattern(rows * nv, 1), pattern(rows * nh, 2));
+        let (vk, hk) = (pattern(chains * nv, 3), pattern(chains * nh, 4));
+        let (mean_input, derivative) = (pattern(nv, 5), pattern(nh, 6).iter().map(|d| d * 1e-3).collect::<Vec<f32>>());
+        let step = WeightStep { learning_rate: 0.07, momentum: 0.6, weight_penalty: 2e-4, mean_input: &mean_input, sparsity_derivative: &derivative };
+        let previous = pattern(nv * nh, 7);
+        let products = [
+            OuterProduct { visible: &v0, hidden: &h0, scale: 1.0 / rows as f32 },
+            OuterProduct { visible: &vk, hidden: &hk, scale: -1.0 / chains as f32 },
+        ];
+        // Reference: the whole gradient, then `update_weights`.
+        let (mut w, mut velocity, mut gradient) = (pattern(nv * nh, 8), pattern(nv * nh, 9), vec![0.0; nv * nh]);
+        CpuBackend.accumulate_outer((nv, nh), &v0, &h0, products[0].scale, &mut gradient);
+        CpuBackend.accumulate_outer((nv, nh), &vk, &hk, products[1].scale, &mut gradient);
+        let expected = update_weights(&mut w, &mut velocity, &mut gradient, Some(&previous), &step);
+        for backend in [&CpuBackend as &dyn Backend, &UnfusedCpu] {
+            let (mut w2, mut velocity2, mut gradient2) = (pattern(nv * nh, 8), pattern(nv * nh, 9), vec![f32::NAN; nv * nh]);
+            let figures = update_weights_from_products(backend, &products, &mut w2, &mut velocity2, &mut gradient2, Some(&previous), &step);
+            let what = format!("{} at {nv}×{nh}", backend.describe());
+            assert_eq!(w2, w, "{what}: weights");
+            assert_eq!(velocity2, velocity, "{what}: velocities");
+            assert_eq!(gradient2, gradient, "{what}: penalised gradient");
+            assert_eq!((figures.cosine, figures.gradient_rms, figures.max_increment), (expected.cosine, expected.gradient_rms, expected.max_increment), "{what}: figures");
+        }
+    }
+}
+
+#[test]
+fn weight_update_is_the_scalar_rule_element_by_element() {
+    // The update runs in vector registers as wide as the CPU has (backend::wide); each element
+    // must still get exactly the scalar arithmetic, and the f64 figures the same sums up to
+    // their order.
+    let (nv, nh) = (150, 77);
+    let (mean_input, derivative) = (pattern(nv, 11), pattern(nh, 12));
+    let step = WeightStep { learning_rate: 0.3, momentum: 0.9, weight_penalty: 1e-3, mean_input: &mean_input, sparsity_derivative: &derivative };
+    let (mut w, mut velocity, mut gradient, previous) = (pattern(nv * nh, 13), pattern(nv * nh, 14), pattern(nv * nh, 15), pattern(nv * nh, 16));
+    let (w0, v0, g0) = (w.clone(), velocity.clone(), gradient.clone());
+    let figures = update_weights(&mut w, &mut velocity, &mut gradient, Some(&previous), &step);
+    let (mut dot, mut norm, mut previous_norm, mut max_increment) = (0.0f64, 0.0f64, 0.0f64, 0.0f32);
+    for k in 0..nv * nh {
+        let (i, j) = (k / nh, k % nh);
+        let g = g0[k] - (step.weight_penalty * w0[k] + mean_input[i] * derivative[j]);
+        let v = step.momentum * v0[k] + step.learning_rate * g;
+        assert_eq!((gradient[k], velocity[k], w[k]), (g, v, w0[k] + v), "element {k}");
+        dot += g as f64 * previous[k] as f64;
+        norm += g as f64 * g as f64;
+        previous_norm += previous[k] as f64 * previous[k] as f64;
+        max_increment = max_increment.max(v.abs());
+    }
+    assert_eq!(figures.max_increment, max_increment);
+    assert!((figures.gradient_rms - (norm / (nv * nh) as f64).sqrt()).abs() < 1e-12);
+    assert!((figures.cosine.unwrap() - dot / (norm * previous_norm).sqrt()).abs() < 1e-12);
+}

@@ -13,9 +13,10 @@ use super::config::CdConfig;
 use super::init::{initialise_by_trials, trial_rng};
 use super::penalties::SparsityEstimate;
 use super::schedule::{close_epoch, ChainLength, Convergence, RateState, StopReason};
-use super::weights_update::{update_bias, update_weights, WeightStep};
+use super::weights_update::{update_bias, update_weights_from_products, WeightStep};
 use super::TrainError;
-use crate::backend::{Activation, Backend};
+use crate::backend::wide::wide;
+use crate::backend::{Activation, Backend, OuterProduct};
 use crate::clock::now_seconds;
 use crate::data::Dataset;
 use crate::model::rbm::squared_difference;
@@ -319,16 +320,18 @@ impl CdTrainer {
         b.resize(rows, chains, nv, nh);
         data.gather_into(cases, &mut b.visible);
         if self.config.sample_inputs {
-            let probabilities = b.visible.clone();
-            backend.bernoulli(&probabilities, self.stream(Purpose::InputSample, 0), &mut b.visible);
+            b.scratch.resize(rows * nv, 0.0);
+            backend.bernoulli(&b.visible, self.stream(Purpose::InputSample, 0), &mut b.scratch);
+            std::mem::swap(&mut b.visible, &mut b.scratch);
         }
         let weights = self.rbm.weights();
         let visible_activation = self.rbm.visible_activation();
 
         // Positive phase.
         backend.visible_to_hidden(weights, &b.visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.hidden);
-        let (mean_visible, mean_hidden) = (column_means(&b.visible, rows, nv), column_means(&b.hidden, rows, nh));
-        self.sparsity.update(&mean_hidden);
+        column_means_into(&b.visible, rows, nv, &mut b.mean_visible);
+        column_means_into(&b.hidden, rows, nh, &mut b.mean_hidden);
+        self.sparsity.update(&b.mean_hidden);
 
         // Negative chain: start from a hidden sample.
         match &self.persistent_chains {
@@ -341,14 +344,21 @@ impl CdTrainer {
         let mut squared_error = 0.0;
         for step in 0..k {
             backend.hidden_to_visible(weights, &b.chain_hidden_sample, &self.rbm.visible_bias, visible_activation, &mut b.chain_visible);
-            if step == 0 && !self.config.persistent {
-                squared_error = squared_difference(&b.visible, &b.chain_visible);
-            }
             if !self.config.mean_field_visible {
-                let expectations = b.chain_visible.clone();
-                self.sample_visible(backend, &expectations, step, &mut b.chain_visible);
+                // Sampled into `scratch` and swapped, so `scratch` keeps the expectations.
+                b.scratch.resize(chains * nv, 0.0);
+                self.sample_visible(backend, &b.chain_visible, step, &mut b.scratch);
+                std::mem::swap(&mut b.chain_visible, &mut b.scratch);
             }
-            backend.visible_to_hidden(weights, &b.chain_visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden);
+            let expectations = if self.config.mean_field_visible { &b.chain_visible } else { &b.scratch };
+            let measure = step == 0 && !self.config.persistent;
+            // The reconstruction error is one f64 sum in order (so the same to the last bit as
+            // ever), latency-bound: it runs beside the next product, on another thread if any.
+            let (error, ()) = rayon::join(
+                || measure.then(|| squared_difference(&b.visible, expectations)),
+                || backend.visible_to_hidden(weights, &b.chain_visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden),
+            );
+            squared_error = error.unwrap_or(squared_error);
             if step + 1 < k {
                 backend.bernoulli(&b.chain_hidden, self.stream(Purpose::ChainHidden, step + 1), &mut b.chain_hidden_sample);
             }
@@ -356,33 +366,46 @@ impl CdTrainer {
         if let Some(state) = &mut self.persistent_chains {
             state.copy_from_slice(&b.chain_visible);
             // The chains no longer track the data, so measure reconstruction separately.
-            let mut reconstruction = vec![0.0; rows * nv];
-            backend.hidden_to_visible(weights, &b.hidden, &self.rbm.visible_bias, visible_activation, &mut reconstruction);
-            squared_error = squared_difference(&b.visible, &reconstruction);
+            b.scratch.resize(rows * nv, 0.0);
+            backend.hidden_to_visible(weights, &b.hidden, &self.rbm.visible_bias, visible_activation, &mut b.scratch);
+            squared_error = squared_difference(&b.visible, &b.scratch);
         }
 
-        // Gradient of the log-likelihood estimate, then penalties and the update.
-        b.gradient.fill(0.0);
-        backend.accumulate_outer((nv, nh), &b.visible, &b.hidden, 1.0 / rows as f32, &mut b.gradient);
-        backend.accumulate_outer((nv, nh), &b.chain_visible, &b.chain_hidden, -1.0 / chains as f32, &mut b.gradient);
-        let sparsity_derivative = self.sparsity.derivative(self.config.sparsity_penalty, self.config.sparsity_target);
+        // Gradient of the log-likelihood estimate, then penalties and the update, a block of
+        // rows at a time as the backend makes them.
+        let products = [
+            OuterProduct { visible: &b.visible, hidden: &b.hidden, scale: 1.0 / rows as f32 },
+            OuterProduct { visible: &b.chain_visible, hidden: &b.chain_hidden, scale: -1.0 / chains as f32 },
+        ];
+        self.sparsity.derivative_into(self.config.sparsity_penalty, self.config.sparsity_target, &mut b.sparsity_derivative);
         let step = WeightStep {
             learning_rate: self.rates.learning_rate,
             momentum: self.rates.momentum,
             weight_penalty: self.config.weight_penalty,
-            mean_input: &mean_visible,
-            sparsity_derivative: &sparsity_derivative,
+            mean_input: &b.mean_visible,
+            sparsity_derivative: &b.sparsity_derivative,
         };
-        let update = update_weights(&mut self.rbm.weights, &mut self.velocity.weights, &mut b.gradient, self.previous_gradient.as_deref(), &step);
-        let visible_gradient: Vec<f32> = mean_visible.iter().zip(column_means(&b.chain_visible, chains, nv)).map(|(p, n)| p - n).collect();
-        let hidden_gradient: Vec<f32> = mean_hidden
-            .iter()
-            .zip(column_means(&b.chain_hidden, chains, nh))
-            .zip(&sparsity_derivative)
-            .map(|((p, n), d)| p - n - d)
-            .collect();
-        update_bias(&mut self.rbm.visible_bias, &mut self.velocity.visible_bias, &visible_gradient, &step);
-        update_bias(&mut self.rbm.hidden_bias, &mut self.velocity.hidden_bias, &hidden_gradient, &step);
+        let update = update_weights_from_products(
+            backend,
+            &products,
+            &mut self.rbm.weights,
+            &mut self.velocity.weights,
+            &mut b.gradient,
+            self.previous_gradient.as_deref(),
+            &step,
+        );
+        // Bias gradients: positive minus negative means (minus the sparsity term for hidden
+        // units), made in the buffers of the negative means.
+        column_means_into(&b.chain_visible, chains, nv, &mut b.visible_gradient);
+        for (g, p) in b.visible_gradient.iter_mut().zip(&b.mean_visible) {
+            *g = p - *g;
+        }
+        column_means_into(&b.chain_hidden, chains, nh, &mut b.hidden_gradient);
+        for ((g, p), d) in b.hidden_gradient.iter_mut().zip(&b.mean_hidden).zip(&b.sparsity_derivative) {
+            *g = p - *g - d;
+        }
+        update_bias(&mut self.rbm.visible_bias, &mut self.velocity.visible_bias, &b.visible_gradient, &step);
+        update_bias(&mut self.rbm.hidden_bias, &mut self.velocity.hidden_bias, &b.hidden_gradient, &step);
 
         // Keep this gradient for the next cosine; recycle the old buffer.
         let previous = self.previous_gradient.replace(std::mem::take(&mut b.gradient));
@@ -396,15 +419,29 @@ impl CdTrainer {
 
 /// Mean of each column of a `rows × width` matrix.
 pub fn column_means(values: &[f32], rows: usize, width: usize) -> Vec<f32> {
-    let mut sums = vec![0.0f32; width];
-    for row in values.chunks_exact(width).take(rows) {
-        for (s, v) in sums.iter_mut().zip(row) {
-            *s += v;
-        }
-    }
-    sums.iter().map(|s| s / rows as f32).collect()
+    let mut means = Vec::new();
+    column_means_into(values, rows, width, &mut means);
+    means
 }
 
+/// `column_means` into `means` (resized to `width`): row by row in f32, as it always was.
+pub fn column_means_into(values: &[f32], rows: usize, width: usize, means: &mut Vec<f32>) {
+    means.clear();
+    means.resize(width, 0.0);
+    wide(#[inline(always)] || {
+        for row in values.chunks_exact(width.max(1)).take(rows) {
+            for (s, v) in means.iter_mut().zip(row) {
+                *s += v;
+            }
+        }
+        for s in means.iter_mut() {
+            *s /= rows as f32;
+        }
+    });
+}
+
+/// A batch's matrices and vectors, kept between batches so that a batch allocates nothing
+/// that grows with the model.
 #[derive(Default)]
 pub(crate) struct BatchBuffers {
     visible: Vec<f32>,
@@ -413,6 +450,14 @@ pub(crate) struct BatchBuffers {
     chain_visible: Vec<f32>,
     chain_hidden: Vec<f32>,
     gradient: Vec<f32>,
+    /// Sampling's input or output beside the buffer it replaces (swapped in), and PCD's
+    /// reconstruction.
+    scratch: Vec<f32>,
+    mean_visible: Vec<f32>,
+    mean_hidden: Vec<f32>,
+    sparsity_derivative: Vec<f32>,
+    visible_gradient: Vec<f32>,
+    hidden_gradient: Vec<f32>,
 }
 
 impl BatchBuffers {

@@ -33,6 +33,12 @@ impl SparsityEstimate {
     pub fn derivative(&self, penalty: f32, target: f32) -> Vec<f32> {
         self.smoothed.iter().map(|&q| sparsity_derivative(q, penalty, target)).collect()
     }
+
+    /// `derivative` into `out` (resized), without allocating once `out` is big enough.
+    pub fn derivative_into(&self, penalty: f32, target: f32, out: &mut Vec<f32>) {
+        out.clear();
+        out.extend(self.smoothed.iter().map(|&q| sparsity_derivative(q, penalty, target)));
+    }
 }
 
 pub fn sparsity_derivative(q: f32, penalty: f32, target: f32) -> f32 {
