@@ -327,20 +327,23 @@ impl CdTrainer {
         let weights = self.rbm.weights();
         let visible_activation = self.rbm.visible_activation();
 
-        // Positive phase.
+        // Positive phase. Its means (serial passes) are taken beside the negative chain's start,
+        // a hidden sample, on another thread if there is one.
         backend.visible_to_hidden(weights, &b.visible, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.hidden);
-        column_means_into(&b.visible, rows, nv, &mut b.mean_visible);
-        column_means_into(&b.hidden, rows, nh, &mut b.mean_hidden);
+        rayon::join(
+            || {
+                column_means_into(&b.visible, rows, nv, &mut b.mean_visible);
+                column_means_into(&b.hidden, rows, nh, &mut b.mean_hidden);
+            },
+            || match &self.persistent_chains {
+                None => backend.bernoulli(&b.hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample),
+                Some(state) => {
+                    backend.visible_to_hidden(weights, state, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden);
+                    backend.bernoulli(&b.chain_hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample);
+                }
+            },
+        );
         self.sparsity.update(&b.mean_hidden);
-
-        // Negative chain: start from a hidden sample.
-        match &self.persistent_chains {
-            None => backend.bernoulli(&b.hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample),
-            Some(state) => {
-                backend.visible_to_hidden(weights, state, &self.rbm.hidden_bias, Activation::Sigmoid, &mut b.chain_hidden);
-                backend.bernoulli(&b.chain_hidden, self.stream(Purpose::HiddenSample, 0), &mut b.chain_hidden_sample);
-            }
-        }
         let mut squared_error = 0.0;
         for step in 0..k {
             backend.hidden_to_visible(weights, &b.chain_hidden_sample, &self.rbm.visible_bias, visible_activation, &mut b.chain_visible);
@@ -385,22 +388,22 @@ impl CdTrainer {
             mean_input: &b.mean_visible,
             sparsity_derivative: &b.sparsity_derivative,
         };
-        let update = update_weights_from_products(
-            backend,
-            &products,
-            &mut self.rbm.weights,
-            &mut self.velocity.weights,
-            &mut b.gradient,
-            self.previous_gradient.as_deref(),
-            &step,
+        // The negative means for the bias gradients beside the weight step.
+        let (update, ()) = rayon::join(
+            || {
+                let previous = self.previous_gradient.as_deref();
+                update_weights_from_products(backend, &products, &mut self.rbm.weights, &mut self.velocity.weights, &mut b.gradient, previous, &step)
+            },
+            || {
+                column_means_into(&b.chain_visible, chains, nv, &mut b.visible_gradient);
+                column_means_into(&b.chain_hidden, chains, nh, &mut b.hidden_gradient);
+            },
         );
         // Bias gradients: positive minus negative means (minus the sparsity term for hidden
         // units), made in the buffers of the negative means.
-        column_means_into(&b.chain_visible, chains, nv, &mut b.visible_gradient);
         for (g, p) in b.visible_gradient.iter_mut().zip(&b.mean_visible) {
             *g = p - *g;
         }
-        column_means_into(&b.chain_hidden, chains, nh, &mut b.hidden_gradient);
         for ((g, p), d) in b.hidden_gradient.iter_mut().zip(&b.mean_hidden).zip(&b.sparsity_derivative) {
             *g = p - *g - d;
         }
