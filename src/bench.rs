@@ -8,7 +8,7 @@ pub mod rtrl;
 pub mod sparse_coding;
 
 use crate::backend::cpu::CpuBackend;
-use crate::backend::{Activation, Backend, Weights};
+use crate::backend::{Activation, Backend, OuterProduct, Weights};
 use crate::data::Dataset;
 use crate::rng::RngStream;
 use crate::train::{CdConfig, CdTrainer};
@@ -47,6 +47,8 @@ pub struct BenchReport {
 pub struct EpochSplit {
     pub visible_to_hidden: f64,
     pub hidden_to_visible: f64,
+    /// The weight gradient's products with the weight update fused into them
+    /// (`outer_products_by_blocks`).
     pub accumulate_outer: f64,
     /// Bernoulli and Gaussian sampling.
     pub sampling: f64,
@@ -117,6 +119,9 @@ impl Backend for TimedBackend {
     }
     fn accumulate_outer(&self, shape: (usize, usize), visible: &[f32], hidden: &[f32], scale: f32, gradient: &mut [f32]) {
         self.timed(2, || CpuBackend.accumulate_outer(shape, visible, hidden, scale, gradient))
+    }
+    fn outer_products_by_blocks(&self, shape: (usize, usize), products: &[OuterProduct], gradient: &mut [f32], block_rows: usize, visit: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        self.timed(2, || CpuBackend.outer_products_by_blocks(shape, products, gradient, block_rows, visit))
     }
     fn bernoulli(&self, probabilities: &[f32], stream: RngStream, samples: &mut [f32]) {
         self.timed(3, || CpuBackend.bernoulli(probabilities, stream, samples))

@@ -55,16 +55,15 @@ pub trait Backend: Sync {
     /// while they are still in cache, so that the caller's update of those rows costs no second
     /// pass over memory. Each block is visited once, on any thread, in any order.
     ///
-    /// The default makes the whole matrix with `accumulate_outer`, then visits the blocks in
-    /// order; the CPU backend makes and visits each block in one task.
+    /// The default makes the whole matrix with `accumulate_outer`, then visits the blocks (in
+    /// parallel); the CPU backend makes and visits each block in one task.
     fn outer_products_by_blocks(&self, (nv, nh): (usize, usize), products: &[OuterProduct], gradient: &mut [f32], block_rows: usize, visit: &(dyn Fn(usize, &mut [f32]) + Sync)) {
+        use rayon::prelude::*;
         gradient.fill(0.0);
         for p in products {
             self.accumulate_outer((nv, nh), p.visible, p.hidden, p.scale, gradient);
         }
-        for (b, block) in gradient.chunks_mut((block_rows * nh).max(1)).enumerate() {
-            visit(b, block);
-        }
+        gradient.par_chunks_mut((block_rows * nh).max(1)).enumerate().for_each(|(b, block)| visit(b, block));
     }
 
     /// `samples[k] = 1` if `stream.uniform(k) < probabilities[k]`, else 0.
