@@ -144,9 +144,14 @@ def time_variant(size, variant, args, device):
             layer.step(batches[k % len(batches)], uniforms, error)
     sync(device)
     setup = time.perf_counter() - setup_started
-    for k in range(args.warmups):
-        run(k)
-    sync(device)
+    # At least --warmups batches and at least --warm-up-seconds of them back to back: the
+    # GPU's clock governor raises the clock only after sustained work (ours does the same).
+    warm_started, k = time.perf_counter(), 0
+    while k < args.warmups or time.perf_counter() - warm_started < args.warm_up_seconds:
+        for _ in range(4):
+            run(k)
+            k += 1
+        sync(device)
     repeats = []
     for _ in range(args.repeats):
         error.zero_()
@@ -203,6 +208,7 @@ def main():
     parser.add_argument("--sizes", default="144,192")
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--warmups", type=int, default=3)
+    parser.add_argument("--warm-up-seconds", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--resident", type=int, default=4, help="distinct batches on the device, cycled")
     parser.add_argument("--variants", default="eager,cuda-graph")

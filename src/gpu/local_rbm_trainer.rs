@@ -159,6 +159,15 @@ pub fn check_fit(ctx: &GpuContext, geometry: &Geometry, cases: usize) -> Result<
     Ok(())
 }
 
+/// The bytes one bank group's buffers may take: the device's storage binding limit, or less
+/// where `DEEPBELIEF_LOCAL_BINDING_LIMIT_MIB` asks (an A/B switch for the device: whether
+/// buffers past some size run slower there). A value that does not parse is ignored.
+pub fn binding_limit(ctx: &GpuContext) -> u64 {
+    let device = ctx.device.limits().max_storage_buffer_binding_size;
+    let asked = std::env::var("DEEPBELIEF_LOCAL_BINDING_LIMIT_MIB").ok().and_then(|v| v.trim().parse::<u64>().ok()).filter(|&m| m > 0);
+    asked.map_or(device, |mib| device.min(mib << 20))
+}
+
 /// The cover lists of positions `first .. first + count`, entries rebased to the group's
 /// products (`(q − first) · width + offset`), in the full lists' (ascending position) order.
 fn group_cover(cover: &CoverLists, width: usize, first: usize, count: usize) -> CoverLists {
@@ -182,7 +191,7 @@ impl GpuLocalTrainer {
     /// into groups under the device's storage binding limit, with the products of the tiling
     /// `DEEPBELIEF_LOCAL_TILING` picks (panics on a bad value: `check_fit` refuses it first).
     pub fn new(ctx: &GpuContext, layer: &LocalRbm, settings: LocalCdSettings, cases: usize) -> GpuLocalTrainer {
-        Self::with_binding_limit(ctx, layer, settings, cases, ctx.device.limits().max_storage_buffer_binding_size)
+        Self::with_binding_limit(ctx, layer, settings, cases, binding_limit(ctx))
     }
 
     /// As `new`, with bank groups of at most `limit` bytes (tests force small groups). Panics

@@ -125,10 +125,7 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
     let mut trainer = GpuLocalTrainer::new(ctx, &start, settings, BATCH);
     let tiling = trainer.tiling().name().to_string();
     let batch = upload(ctx, "local_bench_batch", &cases);
-    for _ in 0..warmups.max(1) {
-        trainer.train_batch(ctx, &batch);
-    }
-    wait_idle(ctx).await.map_err(|e| e.to_string())?;
+    warm_up(ctx, &mut trainer, &batch, warmups.max(1)).await?;
     let started = now_seconds();
     for _ in 0..batches {
         trainer.train_batch(ctx, &batch);
@@ -161,12 +158,42 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
     })
 }
 
+/// How long untimed batches run back to back before the timed ones, at the least.
+/// The GPU's clock governor idles the H200 at 345 MHz and raises it to 1,980 only after some
+/// sustained work: measured there, a 144² batch took 3.3 ms as the process's first trainer
+/// (the clock already up from its start-up) and 15.8 ms as the second, built after a pause, and
+/// 192²'s seconds per million fell from 152 (3 batches timed) to 41 (60 batches), because a
+/// fixed number of warm-up batches ended before the clock had risen. Table 3 asks for the
+/// steady rate.
+const WARM_UP_SECONDS: f64 = 1.0;
+
+/// At least `batches` untimed batches, and more until [`WARM_UP_SECONDS`] have passed
+/// (`DEEPBELIEF_BENCH_WARM_UP_S` overrides it natively), then the device idle.
+async fn warm_up(ctx: &crate::gpu::GpuContext, trainer: &mut crate::gpu::local_rbm_trainer::GpuLocalTrainer, batch: &wgpu::Buffer, batches: usize) -> Result<(), String> {
+    use crate::gpu::buffers::wait_idle;
+    let seconds = if cfg!(target_arch = "wasm32") { None } else { std::env::var("DEEPBELIEF_BENCH_WARM_UP_S").ok().and_then(|v| v.trim().parse::<f64>().ok()) };
+    let seconds = seconds.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(WARM_UP_SECONDS);
+    let started = now_seconds();
+    let mut done = 0;
+    loop {
+        // In rounds of a few batches, so the wait is never long past the time asked.
+        for _ in 0..batches.saturating_sub(done).max(4) {
+            trainer.train_batch(ctx, batch);
+            done += 1;
+        }
+        wait_idle(ctx).await.map_err(|e| e.to_string())?;
+        if done >= batches && now_seconds() - started >= seconds {
+            return Ok(());
+        }
+    }
+}
+
 /// Where a batch's time goes at `size`² on the device: the trainer of [`bench_gpu`] (the
 /// tiling `DEEPBELIEF_LOCAL_TILING` picks), `warmups` untimed batches, then GPU timestamps
 /// around every dispatch of `batches` batches (`GpuLocalTrainer::profile`). Needs the
 /// adapter's timestamp queries; the error says so where they are missing.
 pub async fn profile_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize, batches: usize, seed: u64) -> Result<crate::gpu::local_rbm_trainer::LocalProfile, String> {
-    use crate::gpu::buffers::{upload, wait_idle};
+    use crate::gpu::buffers::upload;
     use crate::gpu::local_rbm_trainer::GpuLocalTrainer;
     let geometry = Geometry::new(size, size, 1, PATCH, STRIDE, HIDDEN_PER_PATCH, false).map_err(|e| format!("--local-sizes {size}: {e}"))?;
     crate::gpu::local_rbm_trainer::check_fit(ctx, &geometry, BATCH).map_err(|e| format!("--local-sizes {size}: {e}"))?;
@@ -176,9 +203,6 @@ pub async fn profile_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usi
     let start = LocalCdTrainer::new(settings.clone(), geometry, &cases)?.model;
     let mut trainer = GpuLocalTrainer::new(ctx, &start, settings, BATCH);
     let batch = upload(ctx, "local_bench_batch", &cases);
-    for _ in 0..warmups {
-        trainer.train_batch(ctx, &batch);
-    }
-    wait_idle(ctx).await.map_err(|e| e.to_string())?;
+    warm_up(ctx, &mut trainer, &batch, warmups).await?;
     trainer.profile(ctx, &batch, batches).await.map_err(|e| format!("--local-profile at {size}²: {}", e.0))
 }
