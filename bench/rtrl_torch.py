@@ -117,7 +117,24 @@ def sync(device):
         torch.cuda.synchronize()
 
 
+def warm_clock(args, n, device):
+    """Steps of a scratch net, back to back, for --warm-up-seconds: the GPU's clock rises only
+    after sustained work (ours warms up the same way, bench::gpu_warm_up_seconds)."""
+    if device.type != "cuda" or args.warm_up_seconds <= 0:
+        return
+    with torch.no_grad():
+        net = ElmanRtrl(n, args.seed + 1, device)
+        xs, ds = staged_examples(n, args.seed + 1, 0, 16, device)
+        started, k = time.perf_counter(), 0
+        while time.perf_counter() - started < args.warm_up_seconds:
+            for _ in range(16):
+                net.step(xs[k % 16], ds[k % 16], args.rate, k % 2)
+                k += 1
+            sync(device)
+
+
 def run_eager(args, n, device):
+    warm_clock(args, n, device)
     with torch.no_grad():
         net = ElmanRtrl(n, args.seed, device)
         position, parity = 0, 0
@@ -144,6 +161,7 @@ def run_eager(args, n, device):
 def run_graph(args, n, device):
     """Two steps (both parities) captured in one CUDA graph; --steps rounded up to even."""
     steps = args.steps + args.steps % 2
+    warm_clock(args, n, device)
     with torch.no_grad():
         net = ElmanRtrl(n, args.seed, device)
         x_in = torch.zeros(2, 2 * n, device=device)
@@ -186,6 +204,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmups", type=int, default=3)
+    parser.add_argument("--warm-up-seconds", type=float, default=1.0)
     parser.add_argument("--rate", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")

@@ -158,21 +158,12 @@ pub async fn bench_gpu(ctx: &crate::gpu::GpuContext, size: usize, warmups: usize
     })
 }
 
-/// How long untimed batches run back to back before the timed ones, at the least.
-/// The GPU's clock governor idles the H200 at 345 MHz and raises it to 1,980 only after some
-/// sustained work: measured there, a 144² batch took 3.3 ms as the process's first trainer
-/// (the clock already up from its start-up) and 15.8 ms as the second, built after a pause, and
-/// 192²'s seconds per million fell from 152 (3 batches timed) to 41 (60 batches), because a
-/// fixed number of warm-up batches ended before the clock had risen. Table 3 asks for the
-/// steady rate.
-const WARM_UP_SECONDS: f64 = 1.0;
-
-/// At least `batches` untimed batches, and more until [`WARM_UP_SECONDS`] have passed
-/// (`DEEPBELIEF_BENCH_WARM_UP_S` overrides it natively), then the device idle.
+/// At least `batches` untimed batches, and more until `bench::gpu_warm_up_seconds` have passed
+/// (the GPU's clock rises only after sustained work: a fixed 2–3 batches left 192² at 84 s per
+/// million instead of 31, docs/LOCAL_RBM.md), then the device idle.
 async fn warm_up(ctx: &crate::gpu::GpuContext, trainer: &mut crate::gpu::local_rbm_trainer::GpuLocalTrainer, batch: &wgpu::Buffer, batches: usize) -> Result<(), String> {
     use crate::gpu::buffers::wait_idle;
-    let seconds = if cfg!(target_arch = "wasm32") { None } else { std::env::var("DEEPBELIEF_BENCH_WARM_UP_S").ok().and_then(|v| v.trim().parse::<f64>().ok()) };
-    let seconds = seconds.filter(|s| s.is_finite() && *s >= 0.0).unwrap_or(WARM_UP_SECONDS);
+    let seconds = crate::bench::gpu_warm_up_seconds();
     let started = now_seconds();
     let mut done = 0;
     loop {
