@@ -169,6 +169,7 @@ pub async fn profile_gpu(ctx: &crate::gpu::GpuContext, sizes: &[usize], settings
         let warmups: Vec<_> = (0..settings.warmups).map(|_| stream.next_example()).collect();
         let (inputs, targets) = flat(&warmups);
         rtrl.train_steps(ctx, &inputs, &targets, settings.rate).await.map_err(|e| e.to_string())?;
+        warm_clock(ctx, bits, settings).await?;
         let examples: Vec<_> = (0..steps).map(|_| stream.next_example()).collect();
         let (inputs, targets) = flat(&examples);
         let profile = rtrl.profile(ctx, &inputs, &targets, settings.rate).await.map_err(|e| format!("n = {bits}: {e}"))?;
