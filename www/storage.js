@@ -1,7 +1,7 @@
 // Save and load: download the model (the CLI's model.json) or upload one, keep the latest in
 // IndexedDB (saved when training ends and after a load, restored on the next visit once data
 // of its visible size is loaded), and export DEEP.LOG and the activation file.
-import { el, errorText, field, inlineError, panel } from './views/canvas.js';
+import { download, el, errorText, field, inlineError, panel } from './views/canvas.js';
 import { createStore, del as idbDel, get as idbGet, set as idbSet } from './vendor/idb-keyval.js';
 import { MODEL_KEYS, describeDifferences, savedModelValues, settingDifferences } from './model-settings.js';
 
@@ -12,15 +12,6 @@ const models = createStore('deepbelief-playground', 'models');
 const get = (key) => idbGet(key, models);
 const set = (key, value) => idbSet(key, value, models);
 const del = (key) => idbDel(key, models);
-
-function download(name, text, type = 'text/plain') {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const link = el('a', { href: url, download: name, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
 
 function describeModel(summary) {
   if (!summary) return 'no model';
@@ -189,7 +180,7 @@ export function mountStorage(container, app) {
 
   logButton.addEventListener('click', async () => {
     try {
-      download('DEEP.LOG', await app.rpc('export_deep_log'));
+      download('DEEP.LOG', await app.rpc('export_deep_log'), 'text/plain');
       exportError.show('');
     } catch (error) {
       exportError.show(`DEEP.LOG: ${errorText(error)}`);
@@ -199,7 +190,7 @@ export function mountStorage(container, app) {
   activationsButton.addEventListener('click', async () => {
     const selection = layer.value;
     try {
-      download(`activations-${selection.replace(/:/g, '-')}.txt`, await app.rpc('export_activations', { selection }));
+      download(`activations-${selection.replace(/:/g, '-')}.txt`, await app.rpc('export_activations', { selection }), 'text/plain');
       exportError.show('');
     } catch (error) {
       exportError.show(`Activations: ${errorText(error)}`);

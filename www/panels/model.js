@@ -242,7 +242,7 @@ export function mountModel(section, app) {
 
   // The network drawing's layer buttons: a layer opens the settings that shape it.
   app.on('open_layer', ({ kind, index }) => {
-    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind) || sequences.openLayer(kind) || localRbm.openLayer(kind)) return;
+    if (autoencoder.openLayer(kind) || sparseCoding.openLayer(kind) || sequences.openLayer(kind) || localRbm.openLayer(kind, index)) return;
     if (kind === 'inputs') {
       reveal($('data-panel'), $('data-panel').querySelector('input:checked, input, select'));
       return;

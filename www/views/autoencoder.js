@@ -5,7 +5,7 @@
 // `ae_iteration`; ρ̂ and J come with the events; `ae_model {summary: null}` and Reset clear them. They show only
 // while the family is the autoencoder (body[data-family], views/autoencoder.css).
 import { Chart } from './charts.js';
-import { clearImage, coalesce, drawImage, el, errorText, panel } from './canvas.js';
+import { clearImage, coalesce, download, drawImage, el, errorText, panel } from './canvas.js';
 import { mountSparsity } from './autoencoder-sparsity.js';
 
 const MAX_TILES = 400;
@@ -31,15 +31,6 @@ function picture(container, { hideKey, heading, help, caption, label, note }) {
   const noteLine = el('p', { id: `${hideKey.replace(/_/g, '-')}-note`, className: 'view-note' }, note);
   section.append(canvas, section.caption, el('div', { className: 'view-status' }, noteLine));
   return { section, canvas, note: noteLine };
-}
-
-function download(name, text) {
-  const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
-  const link = el('a', { href: url, download: name, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 export function mountAutoencoderViews({ pictures, headline, more }, app) {
@@ -165,7 +156,7 @@ export function mountAutoencoderViews({ pictures, headline, more }, app) {
   save.addEventListener('click', async () => {
     saveError.hidden = true;
     try {
-      download('autoencoder.json', await app.rpc('ae_model_json'));
+      download('autoencoder.json', await app.rpc('ae_model_json'), 'application/json');
     } catch (error) {
       saveError.textContent = `Save model: ${errorText(error)}`;
       saveError.hidden = false;

@@ -1,5 +1,6 @@
 // What the view panels share: drawing the worker's RGBA images, building a labelled panel and
-// its controls, and coalescing refreshes so a slow worker never gets a queue of requests.
+// its controls, coalescing refreshes so a slow worker never gets a queue of requests, and
+// downloading a file.
 
 // Draws an RGBA image from the worker ({ width, height, data: Uint8ClampedArray }) at its own
 // resolution; CSS scales the canvas up (image-rendering: pixelated).
@@ -93,6 +94,17 @@ export function readNumber(input) {
   const value = Number(input.value);
   if (input.value.trim() === '' || !Number.isFinite(value)) return null;
   return value;
+}
+
+// Saves `data` (text, bytes or a Blob) as the file `name` through a hidden link: what every
+// Save model and export button does.
+export function download(name, data, type = 'application/octet-stream') {
+  const url = URL.createObjectURL(data instanceof Blob ? data : new Blob([data], { type }));
+  const link = el('a', { href: url, download: name, hidden: true });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 export function errorText(error) {

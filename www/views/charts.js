@@ -7,7 +7,7 @@
 import uPlot from '../vendor/uPlot.esm.js';
 
 const COLOURS = ['#2f6fdd', '#d9480f', '#2b8a3e', '#9c36b5', '#e67700', '#0b7285', '#c2255c', '#5c940d'];
-const colour = (k) => COLOURS[k % COLOURS.length];
+export const colour = (k) => COLOURS[k % COLOURS.length];
 
 // id, title, y-axis label, value(s) of an epoch event. `held_out` charts draw a dashed twin.
 const EPOCH_CHARTS = [

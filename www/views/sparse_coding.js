@@ -6,7 +6,7 @@
 // comes with the events; `sc_model {summary: null}` and Reset clear them. They show only while
 // the family is sparse coding (body[data-family], views/sparse_coding.css).
 import { Chart } from './charts.js';
-import { clearImage, coalesce, drawImage, el, errorText, panel } from './canvas.js';
+import { clearImage, coalesce, download, drawImage, el, errorText, panel } from './canvas.js';
 import { mountCodes } from './sparse_coding-codes.js';
 
 const FAMILY = 'sparse_coding';
@@ -28,15 +28,6 @@ function picture(container, { hideKey, heading, help, caption, label, note }) {
   const noteLine = el('p', { id: `${hideKey.replace(/_/g, '-')}-note`, className: 'view-note' }, note);
   section.append(canvas, section.caption, el('div', { className: 'view-status' }, noteLine));
   return { section, canvas, note: noteLine };
-}
-
-function download(name, text) {
-  const url = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
-  const link = el('a', { href: url, download: name, hidden: true });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 const what = (model) => (model.patch ? `${model.patch}×${model.patch} patches` : 'cases');
@@ -168,7 +159,7 @@ export function mountSparseCodingViews({ pictures, headline, more }, app) {
   save.addEventListener('click', async () => {
     saveError.hidden = true;
     try {
-      download('sparse_coding.json', await app.rpc('sc_model_json'));
+      download('sparse_coding.json', await app.rpc('sc_model_json'), 'application/json');
     } catch (error) {
       saveError.textContent = `Save model: ${errorText(error)}`;
       saveError.hidden = false;

@@ -1,14 +1,16 @@
 // The Local RBM mode's run in the worker (issue 19): a wasm LocalRbmTrainer
-// (src/web/local_rbm.rs) trains one local-patch RBM layer an epoch per `step()` (CD-1 on WebGPU
-// where the engine has it, else the CPU; a lost device hands the run to the CPU), yielding
-// between epochs so Pause, Step and Cancel interleave; plus the filters view command.
-// `worker.js` creates one with `createLocalRbmRun(env)`.
+// (src/web/local_rbm.rs) trains a local-patch RBM layer, or a greedy stack of them, an epoch
+// per `step()` (CD-1 on WebGPU where the engine has it, else the CPU; a lost device hands the
+// run to the CPU; the next layer starts when one is done), yielding between epochs so Pause,
+// Step and Cancel interleave; plus the filters view command. `worker.js` creates one with
+// `createLocalRbmRun(env)`.
 //
 // Events: `lr_started {backend, backend_reason, source, positions, positions_side, hidden_units,
-// weights, parameters, cases, epochs}`, `lr_epoch {epoch, epochs, reconstruction_error, seconds,
-// backend, backend_reason, done}` after each epoch, `lr_model {summary | null}`; and the shared
-// `state` (stage 'local_rbm'), `busy`, `backend`, `notice` and `finished {stopped, error,
-// family: 'local_rbm'}`.
+// weights, parameters, cases, epochs, total_epochs, stack, layers: [...]}`, `lr_epoch {layer,
+// layers, epoch, epochs, total_epoch, total_epochs, reconstruction_error, seconds, backend,
+// backend_reason, started_layer, layer_done, done}` after each epoch (`layer` 0-based),
+// `lr_model {summary | null}`; and the shared `state` (stage 'local_rbm'), `busy`, `backend`,
+// `notice` and `finished {stopped, error, family: 'local_rbm'}`.
 
 const message = (error) => String(error?.message ?? error);
 const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -27,6 +29,7 @@ export function createLocalRbmRun(env) {
   };
   const postState = () => env.post('state', { running: !!run?.active, paused: !!run?.paused, stage: run?.active ? 'local_rbm' : null });
   const wakeLoop = () => { wake?.(); wake = null; };
+  const adapterName = () => env.webgpu?.adapter?.name || env.webgpu?.adapter?.driver || 'adapter';
 
   function requireRun(what) {
     if (!run?.active) throw new Error(`${what}: no training is running (press Start)`);
@@ -38,6 +41,8 @@ export function createLocalRbmRun(env) {
 
   async function epochOnce(current) {
     let result;
+    const below = current.last;
+    if (below?.layer_done && !below.done) env.post('busy', { message: `Propagating the crops through layer ${below.layer + 1} and drawing layer ${below.layer + 2}…` });
     try {
       result = await exclusive(() => {
         if (current.loseGpuAfter > 0 && current.epochs === current.loseGpuAfter) trainer.simulate_gpu_loss?.();
@@ -50,11 +55,14 @@ export function createLocalRbmRun(env) {
       throw error;
     }
     current.epochs += 1;
-    if (current.onGpu && result.backend === 'cpu') {
-      current.onGpu = false;
-      env.post('notice', { message: `WebGPU failed; ${result.backend_reason}` });
-      env.post('backend', { backend: 'cpu', threads: env.runtime?.threads, reason: result.backend_reason || undefined });
+    const onGpu = result.backend === 'gpu';
+    if (onGpu !== current.onGpu) {
+      // A lost device, or a layer above that the device cannot hold (or that it can).
+      current.onGpu = onGpu;
+      if (!onGpu) env.post('notice', { message: result.started_layer ? `Layer ${result.layer + 1} trains on the CPU: ${result.backend_reason}` : `WebGPU failed; ${result.backend_reason}` });
+      env.post('backend', { backend: onGpu ? 'webgpu' : 'cpu', adapter: onGpu ? adapterName() : undefined, threads: env.runtime?.threads, reason: (!onGpu && result.backend_reason) || undefined });
     }
+    current.last = result;
     env.post('lr_epoch', result);
     if (result.done) {
       current.finishedEpochs = true;
@@ -70,8 +78,7 @@ export function createLocalRbmRun(env) {
       env.post('lr_started', info);
       env.post('lr_model', { summary: info });
       current.onGpu = info.backend === 'gpu';
-      const adapter = env.webgpu?.adapter?.name || env.webgpu?.adapter?.driver || 'adapter';
-      env.post('backend', { backend: current.onGpu ? 'webgpu' : 'cpu', adapter: current.onGpu ? adapter : undefined, threads: env.runtime?.threads, reason: info.backend_reason || undefined });
+      env.post('backend', { backend: current.onGpu ? 'webgpu' : 'cpu', adapter: current.onGpu ? adapterName() : undefined, threads: env.runtime?.threads, reason: info.backend_reason || undefined });
       current.started = true;
       while (!current.stopRequested && !current.finishedEpochs) {
         if (current.paused) {
@@ -108,11 +115,13 @@ export function createLocalRbmRun(env) {
   };
 
   const commands = {
-    // The filters per patch position as RGBA {width, height, data}: a grid of the positions,
-    // each cell the first `perPosition` filters of that position (one cell when shared).
-    lr_filters: async ({ perPosition = 9 } = {}) => exclusive(() => requireTrainer('filters').filters(perPosition)),
-    lr_errors: async () => Array.from(requireTrainer('errors').errors()),
-    // The layer as the CLI's local_rbm.bin (bytes), the last finished epoch's.
+    // The filters per patch position of `layer` (0-based; the first when absent) as RGBA
+    // {width, height, data}: a grid of the positions, each cell the first `perPosition` filters
+    // of that position (one cell when shared); above the first layer projected to the image.
+    lr_filters: async ({ perPosition = 9, layer = 0 } = {}) => exclusive(() => requireTrainer('filters').layer_filters(layer, perPosition)),
+    // The reconstruction error per epoch of `layer` (0-based), or of every layer in order.
+    lr_errors: async ({ layer } = {}) => Array.from(layer === undefined ? requireTrainer('errors').errors() : requireTrainer('errors').layer_errors(layer)),
+    // The layers as the CLI's local_rbm.bin (bytes), each as of its last finished epoch.
     lr_model_file: async () => exclusive(() => requireTrainer('save model').model_file()),
     lr_status: async () => ({ running: !!run?.active, paused: !!run?.paused, summary: info }),
   };
@@ -154,7 +163,7 @@ export function createLocalRbmRun(env) {
       postState();
       return { paused: false };
     },
-    // One epoch (pauses first).
+    // One epoch (pauses first); after a layer's last, the first of the layer above.
     async step() {
       requireRun('step');
       if (!run.paused) pause();
